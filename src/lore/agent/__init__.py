@@ -1,0 +1,1 @@
+"""The turn: context builder, tool loop, events and slash commands."""

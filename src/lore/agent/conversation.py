@@ -1,0 +1,175 @@
+"""One conversation as a channel sees it: send text in, get events out.
+
+A turn: load the live session → build the context → run the tool loop → persist →
+emit → schedule background work. The conversation never knows which channel it serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC
+from typing import TYPE_CHECKING
+
+from lore.agent.commands import is_command
+from lore.agent.context import ContextBuilder
+from lore.agent.events import Emit, Notice, ReplyFailed
+from lore.agent.loop import TurnResult, run_tool_loop
+from lore.errors import LoreError
+from lore.llm.base import Message
+from lore.sessions.window import history_window
+from lore.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+    from lore.sessions.live import LiveSession
+
+__all__ = ["AfterTurn", "CompletedTurn", "Conversation"]
+
+log = logging.getLogger(__name__)
+
+# Room kept free in the context window beyond the reply: tool schemas, framing, slack.
+_MARGIN_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class CompletedTurn:
+    """What background work after a turn gets to see."""
+
+    scope: str
+    author: str
+    session_id: str
+    user_index: int  # index of the user message in the live session
+    user_text: str
+    reply_text: str
+    messages: list[Message]  # user message + everything the turn added
+
+
+AfterTurn = Callable[["Conversation", CompletedTurn], Awaitable[None]]
+
+
+class Conversation:
+    def __init__(self, lore: Lore, key: str, *, emit: Emit, author: str, channel: str) -> None:
+        self.lore = lore
+        self.scope = key
+        self.emit = emit
+        self.author = author
+        self.channel = channel
+        self._session: LiveSession | None = None
+        self.context = ContextBuilder(lore)
+
+    @property
+    def session(self) -> LiveSession:
+        if self._session is None:
+            self._session = self.lore.session(self.scope)
+        return self._session
+
+    async def send(self, text: str) -> TurnResult | str | None:
+        """A slash command (returns its output) or a turn (returns its result)."""
+        if is_command(text):
+            return await self.command(text)
+        return await self.turn(text)
+
+    async def command(self, text: str) -> str:
+        name, _, args = text.strip()[1:].partition(" ")
+        command = self.lore.commands.get(name)
+        if command is None:
+            raise UnknownCommand(self.lore.commands.unknown_message(name))
+        return await command.handler(self, args.strip()) or ""
+
+    def tool_context(self) -> ToolContext:
+        session = self.session
+        return ToolContext(
+            scope=self.scope,
+            author=self.author,
+            session_id=session.meta.session_id,
+            message_index=len(session.messages),
+            now=self.lore.clock.now(),
+            timezone=getattr(self.lore.zone, "key", "UTC"),
+            channel=self.channel,
+        )
+
+    def system_prompt(self, ctx: ToolContext | None = None) -> str:
+        """The system prompt the next turn would send (also used by /context)."""
+        return self.context.build(
+            ctx or self.tool_context(), tools_enabled=self.lore.provider.supports_tools
+        )
+
+    async def turn(self, text: str) -> TurnResult | None:
+        """Run one turn. Cancelling it (task.cancel) persists nothing and emits a failure."""
+        lore = self.lore
+        session = self.session
+        session.refresh()
+        ctx = self.tool_context()
+        now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
+        user: Message = {
+            "role": "user",
+            "content": text,
+            "author": self.author,
+            "timestamp": now_iso,
+        }
+        try:
+            provider = lore.provider
+            system = self.context.build(ctx, tools_enabled=provider.supports_tools)
+            budget = self._history_budget(system, user)
+            window = history_window(
+                session.messages,
+                start=session.meta.last_consolidated,
+                budget=budget,
+                count=lambda message: lore.tokens.count_messages([message]),
+            )
+            result = await run_tool_loop(
+                provider,
+                system=system,
+                history=[*window.messages, user],
+                tools=lore.tools,
+                ctx=ctx,
+                emit=self.emit,
+                max_rounds=lore.config.max_tool_rounds,
+                max_tokens=lore.config.max_output_tokens,
+                now_iso=now_iso,
+            )
+        except asyncio.CancelledError:
+            self.emit(ReplyFailed("Cancelled.", cancelled=True))
+            raise
+        except LoreError as exc:
+            # Keep what the user said, even though no reply came.
+            session.append([{**user, "unanswered": True}])
+            self.emit(ReplyFailed(str(exc)))
+            return None
+        session.append([user, *result.messages])
+        if result.first_prompt_tokens:
+            estimated = lore.tokens.count_messages([*window.messages, user], system)
+            lore.tokens.calibrate(estimated, result.first_prompt_tokens)
+        for notice in ctx.notices:
+            self.emit(Notice(notice))
+        completed = CompletedTurn(
+            scope=self.scope,
+            author=self.author,
+            session_id=session.meta.session_id,
+            user_index=ctx.message_index,
+            user_text=text,
+            reply_text=result.text,
+            messages=[user, *result.messages],
+        )
+        for hook in lore.after_turn:
+            lore.background.spawn(
+                lambda hook=hook: hook(self, completed),  # type: ignore[misc]
+                name=f"after-turn:{getattr(hook, '__name__', 'hook')}",
+                key=f"{hook!r}:{self.scope}",
+                on_error=lambda exc: self.emit(Notice(f"background work failed: {exc}", "warning")),
+            )
+        return result
+
+    def _history_budget(self, system: str, user: Message) -> int:
+        lore = self.lore
+        window = lore.config.context_window or lore.provider.context_window
+        used = lore.tokens.count_messages([user], system)
+        reply = min(lore.config.max_output_tokens, window // 4)
+        return max(window - reply - used - _MARGIN_TOKENS, 0)
+
+
+class UnknownCommand(LoreError):
+    """A slash command that does not exist; never sent to the model."""

@@ -1,0 +1,159 @@
+"""The runtime: one object that wires settings, the model, the stores, tools and commands.
+
+Channels create a `Lore` once and ask it for conversations; everything heavy (the
+database, the model client) is opened lazily, so `lore --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from datetime import tzinfo
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from lore.clock import Clock, SystemClock, resolve_zone
+from lore.config import Config
+
+if TYPE_CHECKING:
+    from lore.agent.background import Background
+    from lore.agent.commands import CommandRegistry
+    from lore.agent.conversation import AfterTurn, Conversation
+    from lore.agent.events import Emit
+    from lore.llm.base import Provider
+    from lore.llm.tokens import TokenCounter
+    from lore.memory.store import MemoryStore
+    from lore.reminders.store import ReminderStore
+    from lore.sessions.live import LiveSession
+    from lore.store.database import Database
+    from lore.tools.base import ToolRegistry
+    from lore.workspace import Workspace
+
+__all__ = ["Lore"]
+
+# Modules that contribute the model's tools (`make_tools(lore)`) and slash commands
+# (`make_commands()`), in the order they appear to the model and in /help.
+TOOL_MODULES = ("lore.tools.memory_tools", "lore.tools.reminder_tools")
+COMMAND_MODULES = ("lore.agent.builtin_commands", "lore.memory.commands")
+
+
+class Lore:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        provider: Provider | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self._provider = provider
+        # Work run in the background after each successful turn (extraction, ...).
+        self.after_turn: list[AfterTurn] = []
+
+    # -- lazily opened parts ------------------------------------------------------
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            from lore.llm.registry import make_provider
+
+            self._provider = make_provider(self.config)
+        return self._provider
+
+    @cached_property
+    def tokens(self) -> TokenCounter:
+        from lore.llm.tokens import TokenCounter
+
+        return TokenCounter(str(self.config.model_spec()))
+
+    @cached_property
+    def background(self) -> Background:
+        from lore.agent.background import Background
+
+        return Background()
+
+    @cached_property
+    def zone(self) -> tzinfo:
+        return resolve_zone(self.config.timezone)
+
+    @cached_property
+    def db(self) -> Database:
+        from lore.store.database import Database
+
+        return Database(self.config.db_path)
+
+    @cached_property
+    def memory(self) -> MemoryStore:
+        from lore.memory.store import MemoryStore
+
+        return MemoryStore(self.db)
+
+    @cached_property
+    def reminders(self) -> ReminderStore:
+        from lore.reminders.store import ReminderStore
+
+        return ReminderStore(self.db)
+
+    @cached_property
+    def workspace(self) -> Workspace:
+        from lore.workspace import Workspace
+
+        workspace = Workspace(self.config.workspace)
+        workspace.ensure()
+        return workspace
+
+    @cached_property
+    def tools(self) -> ToolRegistry:
+        from lore.tools.base import ToolRegistry
+
+        registry = ToolRegistry()
+        for name in TOOL_MODULES:
+            for tool in _optional_module(name, "make_tools", self):
+                registry.add(tool)
+        return registry
+
+    @cached_property
+    def commands(self) -> CommandRegistry:
+        from lore.agent.commands import CommandRegistry
+
+        registry = CommandRegistry()
+        for name in COMMAND_MODULES:
+            for command in _optional_module(name, "make_commands"):
+                registry.add(command)
+        return registry
+
+    # -- conversations ------------------------------------------------------------
+
+    def session(self, key: str) -> LiveSession:
+        from lore.sessions.live import LiveSession
+
+        return LiveSession(self.config.sessions_dir, key)
+
+    def conversation(
+        self, key: str, *, emit: Emit, author: str | None = None, channel: str = "cli"
+    ) -> Conversation:
+        from lore.agent.conversation import Conversation
+
+        return Conversation(
+            self, key, emit=emit, author=author or self.config.user_name, channel=channel
+        )
+
+    async def aclose(self) -> None:
+        if "background" in self.__dict__:
+            await self.background.drain()
+        if self._provider is not None:
+            await self._provider.aclose()
+        if "db" in self.__dict__:
+            self.db.close()
+
+
+def _optional_module(module: str, factory: str, *args: Any) -> list[Any]:
+    """Call `factory` in `module`; a module not yet part of this build contributes nothing."""
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return []
+        raise
+    result: list[Any] = getattr(loaded, factory)(*args)
+    return result

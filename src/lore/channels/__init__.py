@@ -1,0 +1,1 @@
+"""Channels translate between the outside world and conversations; they hold no logic."""

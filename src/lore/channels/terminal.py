@@ -1,0 +1,216 @@
+"""The terminal channel: renders events, reads input with prompt_toolkit, runs one-shots.
+
+Interactive: Enter sends, Alt+Enter (Esc Enter) inserts a new line, Tab completes slash
+commands, Ctrl+C cancels a reply (or exits at an empty prompt), Ctrl+D exits. Anything
+printed while the prompt is up (a reminder) appears above it without breaking the line.
+One-shot (`lore chat -m`): the reply alone on stdout, everything else on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from lore.agent.builtin_commands import ExitChat
+from lore.agent.conversation import UnknownCommand
+from lore.agent.events import (
+    Event,
+    Notice,
+    ReminderDue,
+    ReplyFailed,
+    ReplyFinished,
+    TextDelta,
+    ToolCallEvent,
+)
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+    from lore.agent.conversation import Conversation
+    from lore.app import Lore
+
+__all__ = ["Renderer", "run_interactive", "run_once"]
+
+
+class Renderer:
+    """Turns events into terminal output. `out` gets the reply; `err` everything else."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, interactive: bool) -> None:
+        self.out = out
+        self.err = err
+        self.interactive = interactive
+        self.color = interactive and out.isatty()
+        self.failed: ReplyFailed | None = None
+        self._midline = False
+
+    def _style(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            self._midline = not event.text.endswith("\n")
+        elif isinstance(event, ReplyFinished):
+            self._end_line()
+        elif isinstance(event, ToolCallEvent):
+            if self.interactive:
+                self._end_line()
+                mark = "✗" if event.is_error else "↳"
+                detail = _short(event.result if event.is_error else event.arguments)
+                self.out.write(self._style("2", f"  {mark} {event.name} {detail}") + "\n")
+                self.out.flush()
+        elif isinstance(event, Notice):
+            stream = self.out if self.interactive else self.err
+            self._end_line()
+            code = "33" if event.level == "warning" else "2"
+            stream.write(self._style(code, f"· {event.text}") + "\n")
+            stream.flush()
+        elif isinstance(event, ReplyFailed):
+            self.failed = event
+            self._end_line()
+            text = "(cancelled)" if event.cancelled else f"lore: {event.message}"
+            stream = self.out if self.interactive and event.cancelled else self.err
+            stream.write(self._style("31" if not event.cancelled else "2", text) + "\n")
+            stream.flush()
+        elif isinstance(event, ReminderDue):
+            stream = self.out if self.interactive else self.err
+            self._end_line()
+            late = " (late)" if event.late and "(late)" not in event.text else ""
+            stream.write(self._style("1;36", f"⏰ {event.text}{late}") + "\n")
+            stream.flush()
+
+    def _end_line(self) -> None:
+        """Finish a half-written reply line before printing anything else."""
+        if self._midline:
+            self.out.write("\n")
+            self.out.flush()
+            self._midline = False
+
+
+def _short(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO) -> int:
+    """One message or slash command; the reply on `out`; exit code 0 on success."""
+    renderer = Renderer(out, err, interactive=False)
+    conversation = lore.conversation(key, emit=renderer.emit)
+    _local_notice(lore, err)
+    try:
+        result = await conversation.send(text)
+    except UnknownCommand as exc:
+        err.write(f"lore: {exc}\n")
+        return 1
+    except ExitChat:
+        return 0
+    finally:
+        await lore.background.drain()
+    if isinstance(result, str):
+        if result:
+            out.write(result.rstrip("\n") + "\n")
+        return 0
+    return 1 if renderer.failed else 0
+
+
+async def run_interactive(lore: Lore, key: str) -> int:
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
+    conversation = lore.conversation(key, emit=renderer.emit)
+    prompt = _prompt_session(lore)
+    _local_notice(lore, sys.stdout)
+    print(f"Lore · {lore.config.model_spec()} · {key} · /help for commands, Ctrl+D to exit")
+    with patch_stdout(raw=True):
+        while True:
+            try:
+                text = await prompt.prompt_async("› ")
+            except (EOFError, KeyboardInterrupt):
+                break
+            if not text.strip():
+                continue
+            if not await _dispatch(conversation, text, renderer):
+                break
+    await lore.background.drain()
+    return 0
+
+
+async def _dispatch(conversation: Conversation, text: str, renderer: Renderer) -> bool:
+    """Run one input; False when the chat should end."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.create_task(conversation.send(text))
+    try:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
+        pass
+    try:
+        result = await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+        return True
+    except UnknownCommand as exc:
+        print(exc)
+        return True
+    except ExitChat:
+        return False
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover
+            pass
+    if isinstance(result, str) and result:
+        print(result)
+    return True
+
+
+def _prompt_session(lore: Lore) -> PromptSession[str]:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    class SlashCompleter(Completer):
+        def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
+            text = document.text_before_cursor
+            if not text.startswith("/") or " " in text:
+                return
+            for command in lore.commands:
+                if command.name.startswith(text[1:]):
+                    yield Completion(
+                        "/" + command.name, start_position=-len(text), display_meta=command.summary
+                    )
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event) -> None:  # type: ignore[no-untyped-def]
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("c-c")
+    def _interrupt(event) -> None:  # type: ignore[no-untyped-def]
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=EOFError())
+
+    lore.config.home.mkdir(parents=True, exist_ok=True)
+    return PromptSession(
+        history=FileHistory(str(lore.config.input_history_path)),
+        key_bindings=bindings,
+        completer=SlashCompleter(),
+        complete_while_typing=True,
+        multiline=False,
+    )
+
+
+def _local_notice(lore: Lore, stream: TextIO) -> None:
+    if lore.config.model_spec().provider == "local":
+        from lore.llm.local import LOCAL_NOTICE
+
+        stream.write(LOCAL_NOTICE + "\n")
+        stream.flush()

@@ -1,0 +1,49 @@
+"""`lore chat`: the terminal chat, or one turn with `-m` for scripts."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lore.cli.common import add_common, add_session, load_runtime
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "chat",
+        help="talk to Lore in the terminal",
+        description="Talk to Lore. Without -m: an interactive chat (Enter sends, "
+        "Alt+Enter inserts a new line, Ctrl+C cancels a reply, Ctrl+D exits).",
+    )
+    add_common(parser)
+    add_session(parser)
+    parser.add_argument(
+        "-m",
+        "--message",
+        metavar="TEXT",
+        help="send one message (or a /command), print the reply on stdout, and exit",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    from lore.channels.terminal import run_interactive, run_once
+
+    lore = load_runtime(args)
+
+    async def main() -> int:
+        try:
+            if args.message is not None:
+                return await run_once(
+                    lore, args.session, args.message, out=sys.stdout, err=sys.stderr
+                )
+            return await run_interactive(lore, args.session)
+        finally:
+            await lore.aclose()
+
+    return asyncio.run(main())

@@ -1,0 +1,43 @@
+"""Options every subcommand shares, and how a subcommand gets its runtime."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+
+__all__ = ["add_common", "add_session", "load_runtime", "print_json"]
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", metavar="DIR", help="Lore's data directory (env: LORE_HOME)")
+    parser.add_argument(
+        "--model", metavar="PROVIDER/MODEL", help="e.g. openai/gpt-4o-mini (env: LORE_MODEL)"
+    )
+
+
+def add_session(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--session",
+        "--scope",
+        dest="session",
+        default="cli:default",
+        metavar="KEY",
+        help="conversation key (default: cli:default)",
+    )
+
+
+def load_runtime(args: argparse.Namespace, **flags: Any) -> Lore:
+    from lore.app import Lore
+    from lore.config import load_config
+
+    values = {"home": getattr(args, "home", None), "model": getattr(args, "model", None), **flags}
+    return Lore(load_config(flags=values))
+
+
+def print_json(data: Any) -> None:
+    import json
+
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))

@@ -1,0 +1,246 @@
+"""Settings: one typed schema, loaded from defaults < config.toml < environment < flags.
+
+This is the only module that reads `os.environ`; everything else receives a `Config`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lore.errors import ConfigError
+
+__all__ = [
+    "Config",
+    "ConsolidationConfig",
+    "ExtractionConfig",
+    "MemoryConfig",
+    "ModelSpec",
+    "default_home",
+    "load_config",
+    "parse_model",
+]
+
+PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    budget_chars: int = 2000
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    enabled: bool = True
+    model: str = ""  # empty: the chat model
+
+
+@dataclass(frozen=True)
+class ConsolidationConfig:
+    threshold: float = 0.7
+    idle_minutes: int = 30
+
+
+@dataclass(frozen=True)
+class Config:
+    home: Path
+    model: str = ""
+    openai_api_key: str = ""
+    openai_base_url: str = "https://api.openai.com/v1"
+    anthropic_api_key: str = ""
+    anthropic_base_url: str = "https://api.anthropic.com"
+    ollama_host: str = "http://127.0.0.1:11434"
+    context_window: int = 0  # 0: known value for the model, else a safe default
+    max_tool_rounds: int = 10
+    max_output_tokens: int = 4096
+    request_timeout: float = 120.0
+    max_retries: int = 3
+    timezone: str = ""  # IANA name; empty: the system's zone
+    user_name: str = ""
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+
+    @property
+    def workspace(self) -> Path:
+        return self.home / "workspace"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "lore.db"
+
+    @property
+    def input_history_path(self) -> Path:
+        return self.home / "input_history"
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "config.toml"
+
+    def model_spec(self) -> ModelSpec:
+        return parse_model(self.model or self.default_model())
+
+    def default_model(self) -> str:
+        if self.openai_api_key:
+            return "openai/gpt-4o-mini"
+        if self.anthropic_api_key:
+            return "anthropic/claude-3-5-haiku-latest"
+        return "local"
+
+    def redacted(self) -> dict[str, Any]:
+        """The effective settings as plain data, with secrets masked."""
+        data = asdict(self)
+        data["home"] = str(self.home)
+        data["model"] = self.model or self.default_model()
+        for key in ("openai_api_key", "anthropic_api_key"):
+            data[key] = _redact(data[key])
+        return data
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.provider if not self.name else f"{self.provider}/{self.name}"
+
+
+def parse_model(text: str) -> ModelSpec:
+    """Split `provider/model` ("openai/gpt-4o-mini", "local") and check the provider."""
+    text = text.strip()
+    provider, _, name = text.partition("/")
+    if provider not in PROVIDERS:
+        known = ", ".join(p for p in PROVIDERS if p != "scripted")
+        raise ConfigError(f"unknown model provider {provider!r} in {text!r}; use one of: {known}")
+    if provider not in ("local", "scripted") and not name:
+        raise ConfigError(f"model {text!r} needs a name, e.g. {provider}/<model>")
+    return ModelSpec(provider, name)
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    if env.get("LORE_HOME"):
+        return Path(env["LORE_HOME"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("lore", appauthor=False))
+
+
+# Environment variables, each mapped to a dotted setting.
+_ENV = {
+    "LORE_MODEL": "model",
+    "OPENAI_API_KEY": "openai_api_key",
+    "OPENAI_API_BASE": "openai_base_url",
+    "OPENAI_BASE_URL": "openai_base_url",  # listed second: wins over OPENAI_API_BASE
+    "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "OLLAMA_HOST": "ollama_host",
+    "TZ": "timezone",
+    "LORE_TIMEZONE": "timezone",  # listed second: wins over TZ
+    "LORE_USER": "user_name",
+    "LORE_CONTEXT_WINDOW": "context_window",
+    "LORE_MAX_TOOL_ROUNDS": "max_tool_rounds",
+}
+
+
+def load_config(
+    env: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None
+) -> Config:
+    """Build the effective config. `env` defaults to `os.environ`; flags win over all."""
+    env = os.environ if env is None else env
+    home = Path(flags["home"]) if flags and flags.get("home") else default_home(env)
+    values: dict[str, Any] = {}
+    path = home / "config.toml"
+    if path.exists():
+        try:
+            values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    for var, key in _ENV.items():
+        if env.get(var):
+            _set_dotted(values, key, env[var])
+    for key, value in (flags or {}).items():
+        if key != "home" and value is not None:
+            _set_dotted(values, key, value)
+    if not values.get("user_name"):
+        values["user_name"] = env.get("USER") or env.get("USERNAME") or "user"
+    config: Config = _build(Config, {"home": home, **values}, "")
+    if config.model:
+        parse_model(config.model)
+    return replace(config, timezone=config.timezone.lstrip(":"))
+
+
+def with_overrides(config: Config, **changes: Any) -> Config:
+    return replace(config, **changes)
+
+
+def _set_dotted(values: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    for part in parts[:-1]:
+        values = values.setdefault(part, {})
+    values[parts[-1]] = value
+
+
+def _build(cls: Any, data: Mapping[str, Any], prefix: str) -> Any:
+    """Convert a mapping into the dataclass `cls`, coercing and checking each field."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"setting {prefix.rstrip('.')!r} must be a table")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown setting {prefix}{unknown[0]!r} in config.toml")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        f = known[name]
+        default = _default_of(f)
+        if is_dataclass(default):
+            kwargs[name] = _build(type(default), value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(value, default, f"{prefix}{name}")
+    return cls(**kwargs)
+
+
+def _default_of(f: Any) -> Any:
+    from dataclasses import MISSING
+
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return None
+
+
+def _coerce(value: Any, default: Any, name: str) -> Any:
+    if default is None or isinstance(default, Path):
+        return Path(value) if isinstance(value, str) else value
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return lowered in ("1", "true", "yes", "on")
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {name!r} has an invalid value {value!r}") from exc
+
+
+def _redact(secret: str) -> str:
+    if not secret:
+        return ""
+    if len(secret) <= 8:
+        return "***"
+    return f"{secret[:3]}…{secret[-4:]}"

@@ -1,0 +1,1 @@
+"""Conversations on disk: live sessions (JSONL), and later their exact archive."""

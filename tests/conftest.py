@@ -1,0 +1,77 @@
+"""Shared fixtures. Tests never touch $HOME and can never reach a real paid API."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lore.app import Lore
+from lore.clock import FixedClock
+from lore.config import Config, load_config
+from lore.llm.scripted import ScriptedProvider
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> None:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and not (
+        host.startswith("127.") or host in ("localhost", "::1") or self.family == socket.AF_UNIX
+    ):
+        raise RuntimeError(f"tests may not reach the network ({host})")
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_network_and_no_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    fake_home = tmp_path / "fake-home"
+    fake_home.mkdir()
+    monkeypatch.setenv("HOME", str(fake_home))
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "lore-home"))
+    for var in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "LORE_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_BASE",
+        "OLLAMA_HOST",
+        "LORE_TIMEZONE",
+        "TZ",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "lore-home"
+
+
+@pytest.fixture
+def config(home: Path) -> Config:
+    return load_config(
+        env={"LORE_HOME": str(home), "USER": "john"},
+        flags={"model": "scripted", "timezone": "Asia/Taipei"},
+    )
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def model() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+@pytest.fixture
+async def lore(config: Config, model: ScriptedProvider, clock: FixedClock) -> Lore:
+    runtime = Lore(config, provider=model, clock=clock)
+    yield runtime  # type: ignore[misc]
+    await runtime.aclose()

@@ -1,0 +1,97 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for end-to-end tests.
+
+Queue replies (`reply`, `error`, `tool_call`); every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._queue: deque[tuple[int, Any, dict[str, str]]] = deque()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length", 0))
+                server.requests.append(json.loads(self.rfile.read(length)))
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                status, payload, headers = (
+                    server._queue.popleft() if server._queue else (500, {"error": "empty"}, {})
+                )
+                if status != 200:
+                    body = json.dumps(payload).encode()
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for chunk in payload:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def reply(self, text: str) -> FakeOpenAI:
+        words = [text[i : i + 5] for i in range(0, len(text), 5)]
+        chunks: list[dict[str, Any]] = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": w}}]} for w in words
+        ]
+        chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        chunks.append({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+        self._queue.append((200, chunks, {}))
+        return self
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> FakeOpenAI:
+        args = json.dumps(arguments)
+        delta = {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
+            ]
+        }
+        chunks = [
+            {"choices": [{"index": 0, "delta": delta}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+        self._queue.append((200, chunks, {}))
+        return self
+
+    def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> FakeOpenAI:
+        self._queue.append((status, {"error": {"message": message}}, headers or {}))
+        return self

@@ -1,0 +1,52 @@
+"""The history window is legal and budgeted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lore.sessions.window import history_window
+
+
+def _count(message: dict[str, Any]) -> int:
+    return len(str(message.get("content") or "")) + 1
+
+
+def _turn(i: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": f"question {i}"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": f"c{i}", "name": "t", "arguments": "{}"}],
+        },
+        {"role": "tool", "tool_call_id": f"c{i}", "content": "result"},
+        {"role": "assistant", "content": f"answer {i}"},
+    ]
+
+
+def test_window_starts_at_a_user_message_never_an_orphan_tool_result() -> None:
+    messages = [m for i in range(10) for m in _turn(i)]
+    for budget in range(0, 400, 7):
+        window = history_window(messages, start=0, budget=budget, count=_count)
+        if window.messages:
+            assert window.messages[0]["role"] == "user"
+        assert window.tokens <= budget
+
+
+def test_window_keeps_newest_turns_that_fit() -> None:
+    messages = [m for i in range(10) for m in _turn(i)]
+    per_turn = sum(_count(m) for m in _turn(0))
+    window = history_window(messages, start=0, budget=per_turn * 3, count=_count)
+    assert window.messages[0]["content"] == "question 7"
+    assert window.start == 28
+
+
+def test_window_skips_consolidated_messages() -> None:
+    messages = [m for i in range(4) for m in _turn(i)]
+    window = history_window(messages, start=8, budget=10_000, count=_count)
+    assert window.messages[0]["content"] == "question 2"
+
+
+def test_window_of_only_assistant_messages_is_empty() -> None:
+    messages = [{"role": "assistant", "content": "reminder"}]
+    assert history_window(messages, start=0, budget=100, count=_count).messages == []

@@ -1,0 +1,240 @@
+"""One turn end to end with the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lore.agent.conversation import CompletedTurn, Conversation, UnknownCommand
+from lore.agent.events import Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
+from lore.app import Lore
+from lore.errors import AuthenticationError
+from lore.llm.scripted import ScriptedProvider, Step
+from lore.tools.base import ToolContext
+
+
+def _conversation(lore: Lore, events: list[Event], key: str = "cli:default") -> Conversation:
+    return lore.conversation(key, emit=events.append)
+
+
+async def test_reply_streams_and_is_persisted(lore: Lore, model: ScriptedProvider) -> None:
+    events: list[Event] = []
+    model.reply("Hello John, nice to meet you.")
+    result = await _conversation(lore, events).turn("hi, I'm John")
+    assert result is not None and result.text == "Hello John, nice to meet you."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == result.text
+    assert isinstance(events[-1], ReplyFinished)
+    stored = lore.session("cli:default").messages
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "hi, I'm John"),
+        ("assistant", "Hello John, nice to meet you."),
+    ]
+    assert stored[0]["author"] == "john"
+
+
+async def test_second_turn_sends_the_first_as_history(lore: Lore, model: ScriptedProvider) -> None:
+    model.reply("first answer").reply("second answer")
+    conversation = _conversation(lore, [])
+    await conversation.turn("first question")
+    await conversation.turn("second question")
+    sent = model.requests[1].messages
+    assert [m["content"] for m in sent] == ["first question", "first answer", "second question"]
+
+
+async def test_history_survives_a_new_runtime(lore: Lore, model: ScriptedProvider) -> None:
+    model.reply("noted")
+    await _conversation(lore, []).turn("我住在花莲")
+    fresh_model = ScriptedProvider()
+    fresh_model.reply("你住在花莲")
+    again = Lore(lore.config, provider=fresh_model, clock=lore.clock)
+    await again.conversation("cli:default", emit=lambda e: None).turn("我住在哪里？")
+    assert fresh_model.requests[0].messages[0]["content"] == "我住在花莲"
+    await again.aclose()
+
+
+async def test_system_prompt_carries_date_time_zone_and_speaker(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    model.reply("ok")
+    await _conversation(lore, []).turn("hi")
+    system = model.requests[0].system
+    assert "2026-11-30 17:00 (Monday), timezone Asia/Taipei (UTC+0800)" in system
+    assert "Speaking: john" in system
+    assert "Conversation: cli:default" in system
+
+
+async def test_editing_soul_changes_the_very_next_request(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    model.reply("a").reply("b")
+    conversation = _conversation(lore, [])
+    await conversation.turn("one")
+    assert "## SOUL.md" not in model.requests[0].system  # still the template
+    (lore.config.workspace / "SOUL.md").write_text("# Soul\n\nSpeak like a pirate.\n")
+    await conversation.turn("two")
+    assert "Speak like a pirate." in model.requests[1].system
+
+
+async def test_memory_md_is_injected_only_when_edited(lore: Lore, model: ScriptedProvider) -> None:
+    model.reply("a").reply("b")
+    conversation = _conversation(lore, [])
+    await conversation.turn("one")
+    assert "MEMORY.md" not in model.requests[0].system
+    (lore.config.workspace / "MEMORY.md").write_text("# Memory\n\n- Project Lore uses SQLite.\n")
+    await conversation.turn("two")
+    assert "Project Lore uses SQLite." in model.requests[1].system
+
+
+async def test_unknown_tool_gets_an_error_result_and_the_turn_finishes(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    events: list[Event] = []
+    model.tool_call("launch_rockets", {"count": 3}).reply("Sorry, I can't do that.")
+    result = await _conversation(lore, events).turn("launch")
+    assert result is not None and result.text == "Sorry, I can't do that."
+    tool_events = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert tool_events[0].is_error and "unknown tool 'launch_rockets'" in tool_events[0].result
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message["role"] == "tool" and tool_message["content"].startswith("Error:")
+    roles = [m["role"] for m in lore.session("cli:default").messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+class EchoTool:
+    name = "echo"
+    description = "Echo the text back."
+    parameters = {"type": "object", "properties": {"text": {"type": "string"}}}
+
+    async def run(self, args: dict[str, object], ctx: ToolContext) -> str:
+        return f"echo: {args['text']}"
+
+
+async def test_tool_results_go_back_to_the_model(lore: Lore, model: ScriptedProvider) -> None:
+    lore.tools.add(EchoTool())
+    model.tool_call("echo", {"text": "ping"}).reply("pong")
+    await _conversation(lore, []).turn("x")
+    assert model.requests[1].messages[-1]["content"] == "echo: ping"
+    assert any(spec.name == "echo" for spec in model.requests[0].tools)
+
+
+async def test_malformed_tool_arguments_go_back_to_the_model(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    lore.tools.add(EchoTool())
+    model.tool_call("echo", "{not json").reply("fixed")
+    await _conversation(lore, []).turn("x")
+    assert "not valid JSON" in model.requests[1].messages[-1]["content"]
+
+
+async def test_tool_rounds_are_capped_then_the_model_must_answer(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    limit = lore.config.max_tool_rounds
+    for _ in range(limit):
+        model.tool_call("nothing", {})
+    model.reply("I stopped.")
+    result = await _conversation(lore, []).turn("loop forever")
+    assert result is not None and result.text == "I stopped." and result.rounds == limit
+    assert model.requests[-1].tools == []
+    assert "used all tool rounds" in model.requests[-1].system
+
+
+async def test_cancelled_turn_persists_nothing_and_runs_no_background_work(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    ran: list[str] = []
+
+    async def hook(conversation: Conversation, turn: CompletedTurn) -> None:
+        ran.append(turn.user_text)
+
+    lore.after_turn.append(hook)
+    events: list[Event] = []
+    model.reply("too slow", delay=30)
+    conversation = _conversation(lore, events)
+    task = asyncio.create_task(conversation.turn("hello?"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await lore.background.drain()
+    assert lore.session("cli:default").messages == []
+    assert ran == []
+    assert any(isinstance(e, ReplyFailed) and e.cancelled for e in events)
+
+
+async def test_provider_failure_keeps_the_user_message_and_reports_one_line(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    events: list[Event] = []
+    model.fail(AuthenticationError("openai rejected the API key (HTTP 401)", status=401))
+    result = await _conversation(lore, events).turn("are you there?")
+    assert result is None
+    failures = [e for e in events if isinstance(e, ReplyFailed)]
+    assert failures and "401" in failures[0].message and "\n" not in failures[0].message
+    stored = lore.session("cli:default").messages
+    assert stored == [
+        {**stored[0], "role": "user", "content": "are you there?", "unanswered": True}
+    ]
+
+
+async def test_background_work_does_not_delay_the_reply(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_hook(conversation: Conversation, turn: CompletedTurn) -> None:
+        started.set()
+        await release.wait()
+
+    lore.after_turn.append(slow_hook)
+    model.reply("one").reply("two")
+    conversation = _conversation(lore, [])
+    assert await conversation.turn("a") is not None
+    assert await conversation.turn("b") is not None  # did not wait for the first hook
+    await started.wait()
+    assert lore.background.pending >= 1
+    release.set()
+    await lore.background.drain()
+    assert lore.background.pending == 0
+
+
+async def test_background_failure_becomes_a_notice_not_a_crash(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    async def broken(conversation: Conversation, turn: CompletedTurn) -> None:
+        raise RuntimeError("boom")
+
+    lore.after_turn.append(broken)
+    events: list[Event] = []
+    model.reply("fine")
+    await _conversation(lore, events).turn("x")
+    await lore.background.drain()
+    assert any(isinstance(e, Notice) and "boom" in e.text for e in events)
+
+
+async def test_unknown_slash_command_is_never_sent_to_the_model(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = _conversation(lore, [])
+    with pytest.raises(UnknownCommand) as info:
+        await conversation.send("/hepl")
+    assert str(info.value) == "Unknown command /hepl — did you mean /help?"
+    assert model.requests == []
+    assert "/status" in str(await conversation.send("/help"))
+
+
+async def test_history_window_stays_within_the_context_budget(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    model.context_window = 6000
+    model.default = Step(text="ok " * 200)
+    conversation = _conversation(lore, [])
+    for i in range(30):
+        await conversation.turn(f"message {i} " + "word " * 300)
+    last = model.requests[-1]
+    total = lore.tokens.count_messages(last.messages, last.system)
+    assert total <= 6000 - min(lore.config.max_output_tokens, 6000 // 4)
+    assert last.messages[0]["role"] == "user"
+    assert last.messages[-1]["content"].startswith("message 29")
