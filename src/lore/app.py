@@ -17,6 +17,7 @@ from lore.config import Config
 if TYPE_CHECKING:
     from lore.agent.background import Background
     from lore.agent.commands import CommandRegistry
+    from lore.agent.context import ContextSection
     from lore.agent.conversation import AfterTurn, Conversation
     from lore.agent.events import Emit
     from lore.llm.base import Provider
@@ -34,6 +35,8 @@ __all__ = ["Lore"]
 # (`make_commands()`), in the order they appear to the model and in /help.
 TOOL_MODULES = ("lore.tools.memory_tools", "lore.tools.reminder_tools")
 COMMAND_MODULES = ("lore.agent.builtin_commands", "lore.memory.commands")
+# Modules whose `install(lore)` registers after-turn work and context sections.
+LAYER_MODULES: tuple[str, ...] = ()
 
 
 class Lore:
@@ -49,6 +52,10 @@ class Lore:
         self._provider = provider
         # Work run in the background after each successful turn (extraction, ...).
         self.after_turn: list[AfterTurn] = []
+        # Extra system-prompt sections, placed after MEMORY.md, before runtime context.
+        self.context_sections: list[ContextSection] = []
+        for name in LAYER_MODULES:
+            _optional_module(name, "install", self)
 
     # -- lazily opened parts ------------------------------------------------------
 

@@ -7,6 +7,7 @@ channel, speaker). Stable parts come first so providers can cache the prefix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
     from lore.app import Lore
     from lore.tools.base import ToolContext
 
-__all__ = ["ContextBuilder", "IDENTITY", "TOOL_CONTRACT"]
+__all__ = ["IDENTITY", "TOOL_CONTRACT", "ContextBuilder", "ContextSection"]
+
+# A section contributed by a memory layer: given the turn, its text or None.
+ContextSection = Callable[["ToolContext"], "str | None"]
 
 IDENTITY = """# Lore
 
@@ -47,6 +51,10 @@ class ContextBuilder:
         memory_md = self.lore.workspace.read("MEMORY.md")
         if memory_md:
             parts.append(f"# MEMORY.md (curated notes)\n\n{memory_md}")
+        for section in self.lore.context_sections:
+            text = section(ctx)
+            if text:
+                parts.append(text)
         parts.append(runtime_context(ctx, self.lore.zone))
         return "\n\n---\n\n".join(parts)
 

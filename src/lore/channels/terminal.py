@@ -170,6 +170,7 @@ async def _dispatch(conversation: Conversation, text: str, renderer: Renderer) -
 def _prompt_session(lore: Lore) -> PromptSession[str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.filters import completion_is_selected
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
@@ -189,6 +190,18 @@ def _prompt_session(lore: Lore) -> PromptSession[str]:
     @bindings.add("escape", "enter")
     def _newline(event) -> None:  # type: ignore[no-untyped-def]
         event.current_buffer.insert_text("\n")
+
+    @bindings.add("enter", filter=completion_is_selected)
+    def _accept_completion(event) -> None:  # type: ignore[no-untyped-def]
+        # Enter on a highlighted command completes it instead of sending "/he".
+        buffer = event.current_buffer
+        if buffer.complete_state and buffer.complete_state.current_completion:
+            buffer.apply_completion(buffer.complete_state.current_completion)
+        command = lore.commands.get(buffer.text.strip()[1:])
+        if command is not None and not command.usage:
+            buffer.validate_and_handle()  # nothing more to type: run it
+        else:
+            buffer.insert_text(" ")
 
     @bindings.add("c-c")
     def _interrupt(event) -> None:  # type: ignore[no-untyped-def]
