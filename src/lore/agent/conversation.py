@@ -7,6 +7,7 @@ emit → schedule background work. The conversation never knows which channel it
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -141,7 +142,9 @@ class Conversation:
             return None
         session.append([user, *result.messages])
         if result.first_prompt_tokens:
+            # The provider's count includes the tool schemas; so must the estimate.
             estimated = lore.tokens.count_messages([*window.messages, user], system)
+            estimated += self._tool_schema_tokens()
             lore.tokens.calibrate(estimated, result.first_prompt_tokens)
         for notice in ctx.notices:
             self.emit(Notice(notice))
@@ -163,10 +166,16 @@ class Conversation:
             )
         return result
 
+    def _tool_schema_tokens(self) -> int:
+        if not self.lore.provider.supports_tools:
+            return 0
+        specs = [vars(spec) for spec in self.lore.tools.specs()]
+        return self.lore.tokens.count(json.dumps(specs, ensure_ascii=False))
+
     def _history_budget(self, system: str, user: Message) -> int:
         lore = self.lore
         window = lore.config.context_window or lore.provider.context_window
-        used = lore.tokens.count_messages([user], system)
+        used = lore.tokens.count_messages([user], system) + self._tool_schema_tokens()
         reply = min(lore.config.max_output_tokens, window // 4)
         return max(window - reply - used - _MARGIN_TOKENS, 0)
 

@@ -1,0 +1,394 @@
+"""OpenAI-compatible chat completions over streaming HTTP (OpenAI, OpenRouter, Ollama, vLLM,
+llama.cpp server), plus the SSE reader that the Anthropic provider shares."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from lore.errors import (
+    ProviderConnectionError,
+    ProviderError,
+    ProviderResponseError,
+    provider_error_for_status,
+)
+from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
+from lore.llm.retry import RetryPolicy, Sleep, retry_after_from_headers, stream_with_retry
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "OpenAIProvider",
+    "SSEEvent",
+    "decode_json",
+    "iter_sse",
+    "known_context_window",
+    "post_sse",
+    "to_openai_messages",
+]
+
+DEFAULT_CONTEXT_WINDOW = 32_768
+
+# Longest matching prefix wins, so "gpt-4o-mini" finds "gpt-4o" and "o1-mini" beats "o1".
+_CONTEXT_WINDOWS = {
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "chatgpt-4o": 128_000,
+    "o1-mini": 128_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama3": 8_192,
+    "llama4": 1_048_576,
+    "qwen2.5": 32_768,
+    "qwen3": 40_960,
+    "mistral-large": 131_072,
+    "mistral-nemo": 131_072,
+    "mistral-small": 32_768,
+    "mistral": 32_768,
+    "mixtral": 32_768,
+    "gemma2": 8_192,
+    "gemma3": 131_072,
+    "phi4": 16_384,
+    "deepseek-r1": 131_072,
+    "deepseek-v3": 131_072,
+    "claude": 200_000,
+}
+
+_CONNECTION_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def known_context_window(model: str) -> int:
+    """The model's context window from the table, else `DEFAULT_CONTEXT_WINDOW`.
+
+    Accepts routed and tagged names: "meta-llama/Llama-3.1-8B", "qwen2.5:7b".
+    """
+    key = model.rsplit("/", 1)[-1].split(":", 1)[0].lower().replace("llama-", "llama")
+    best = ""
+    for prefix in _CONTEXT_WINDOWS:
+        if key.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW
+
+
+# -- SSE ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str
+    data: str
+
+
+async def iter_sse(lines: AsyncIterator[str]) -> AsyncGenerator[SSEEvent, None]:
+    """Server-sent events from decoded lines: comments skipped, `data:` lines joined."""
+    event = ""
+    data: list[str] = []
+    async for line in lines:
+        if not line.strip():
+            if data:
+                yield SSEEvent(event or "message", "\n".join(data))
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue  # comment / keep-alive
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            event = value.strip()
+        elif name == "data":
+            data.append(value)
+    # Some servers close the stream without the final blank line.
+    if data:
+        yield SSEEvent(event or "message", "\n".join(data))
+
+
+async def post_sse(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    label: str,
+    request_timeout: float,
+) -> AsyncGenerator[SSEEvent, None]:
+    """POST `body` and yield the reply's SSE events, mapping failures to `ProviderError`s."""
+    answered = False
+    try:
+        async with client.stream(
+            "POST", url, json=body, headers=headers, timeout=request_timeout
+        ) as response:
+            if response.status_code >= 400:
+                raw = (await response.aread()).decode("utf-8", "replace")
+                raise provider_error_for_status(
+                    response.status_code,
+                    raw,
+                    provider=label,
+                    retry_after=retry_after_from_headers(response.headers),
+                )
+            answered = True
+            async for event in iter_sse(response.aiter_lines()):
+                yield event
+    except _CONNECTION_ERRORS as exc:
+        reason = str(exc) or type(exc).__name__
+        what = f"lost the connection to {label}" if answered else f"cannot reach {label} at {url}"
+        raise ProviderConnectionError(f"{what}: {reason}") from exc
+
+
+def decode_json(data: str, label: str) -> list[dict[str, Any]]:
+    """Parse one SSE data payload; tolerate servers that send several JSON lines at once."""
+    try:
+        parsed = [json.loads(data)]
+    except ValueError:
+        try:
+            parsed = [json.loads(line) for line in data.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise ProviderResponseError(
+                f"{label} sent a malformed stream event: {data[:200]!r}", body=data
+            ) from exc
+    if not all(isinstance(item, dict) for item in parsed):
+        raise ProviderResponseError(f"{label} sent an unexpected stream event", body=data)
+    return parsed
+
+
+# -- the provider -------------------------------------------------------------------
+
+
+class OpenAIProvider:
+    """A chat model behind any OpenAI-compatible `/chat/completions` endpoint."""
+
+    supports_tools = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str = "",
+        base_url: str = "https://api.openai.com/v1",
+        client: httpx.AsyncClient | None = None,
+        context_window: int = 0,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+        name: str = "",
+        label: str = "",
+    ) -> None:
+        self.model = model
+        self.name = name or f"openai/{model}"
+        self.context_window = context_window or known_context_window(model)
+        self.base_url = base_url.rstrip("/")
+        self._official = _is_official_openai(self.base_url)
+        self.label = label or ("OpenAI" if self._official else urlsplit(self.base_url).netloc)
+        self._api_key = api_key
+        self._client = client
+        self._owns_client = client is None
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        body = self.request_body(request)
+        return stream_with_retry(lambda: self._stream_once(body), self._retry, self._sleep)
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(request.system, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's reasoning models refuse `max_tokens`; most compatible servers only know it.
+        body["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        if request.temperature is not None and not _is_reasoning_model(self.model):
+            body["temperature"] = request.temperature
+        if request.tools:
+            # ToolSpec's fields are exactly the function's name, description, parameters.
+            body["tools"] = [{"type": "function", "function": asdict(t)} for t in request.tools]
+        if request.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+    async def _stream_once(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        events = post_sse(
+            self._http(),
+            f"{self.base_url}/chat/completions",
+            headers=self._headers(),
+            body=body,
+            label=self.label,
+            request_timeout=self._timeout,
+        )
+        reader = _ReplyReader(self.label)
+        async with aclosing(events):
+            async for event in events:
+                if event.data.strip() == "[DONE]":
+                    reader.done = True
+                    break
+                for chunk in decode_json(event.data, self.label):
+                    for text in reader.feed(chunk):
+                        yield TextChunk(text)
+        yield reader.completion()
+
+
+class _ReplyReader:
+    """Accumulates streamed chunks into text, tool calls, usage and a finish reason."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage: Usage | None = None
+        self.finish_reason = ""
+        self.done = False
+        self.seen = False
+
+    def feed(self, chunk: dict[str, Any]) -> list[str]:
+        self.seen = True
+        error = chunk.get("error")
+        if error:
+            raise _stream_error(error, self.label)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+            )
+        texts: list[str] = []
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.text.append(content)
+                texts.append(content)
+            for call in delta.get("tool_calls") or []:
+                self._add_call_delta(call)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return texts
+
+    def _add_call_delta(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index")
+        if not isinstance(index, int):
+            # Servers that omit the index send each call whole: a new id is a new call.
+            new_call = bool(delta.get("id")) or not self.calls
+            index = len(self.calls) if new_call else max(self.calls)
+        slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if delta.get("id"):
+            slot["id"] = str(delta["id"])
+        function = delta.get("function") or {}
+        if function.get("name") and not slot["name"]:
+            slot["name"] = str(function["name"])
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            slot["arguments"] += arguments
+        elif isinstance(arguments, dict):
+            slot["arguments"] += json.dumps(arguments, ensure_ascii=False)
+
+    def completion(self) -> Completion:
+        if not self.seen:
+            # Closed before a single event: nothing was shown, so a retry is safe.
+            raise ProviderConnectionError(f"{self.label} closed the stream without replying")
+        calls = [
+            ToolCall(
+                id=slot["id"] or f"call_{index}",
+                name=slot["name"],
+                arguments=slot["arguments"],
+            )
+            for index, slot in sorted(self.calls.items())
+        ]
+        reason = self.finish_reason or ("stop" if self.done else "incomplete")
+        if calls and reason == "stop":
+            reason = "tool_calls"  # some servers report "stop" after tool calls
+        return Completion(
+            text="".join(self.text), tool_calls=calls, usage=self.usage, finish_reason=reason
+        )
+
+
+def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Canonical messages to chat-completions messages; extra keys like "author" drop."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            item: dict[str, Any] = {"role": "assistant", "content": content or None}
+            if calls:
+                item["tool_calls"] = [
+                    {
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
+                    }
+                    for call in calls
+                ]
+            else:
+                item["content"] = content or ""
+            out.append(item)
+        elif role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.get("tool_call_id", ""),
+                    "content": _as_text(content),
+                }
+            )
+        else:
+            out.append({"role": role or "user", "content": _as_text(content)})
+    return out
+
+
+def _stream_error(error: Any, label: str) -> ProviderError:
+    """An error object sent inside a 200 stream (OpenRouter, vLLM) keeps its status code."""
+    body = json.dumps({"error": error}, ensure_ascii=False)
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and 400 <= code < 600:
+        return provider_error_for_status(code, body, provider=label)
+    message = error.get("message") if isinstance(error, dict) else error
+    return ProviderError(f"{label} reported an error mid-reply: {message}", body=body)
+
+
+def _as_text(content: Any) -> Any:
+    if content is None:
+        return ""
+    return content if isinstance(content, str | list) else str(content)
+
+
+def _is_official_openai(base_url: str) -> bool:
+    return urlsplit(base_url).hostname == "api.openai.com"
+
+
+def _is_reasoning_model(model: str) -> bool:
+    # These accept only the default temperature.
+    name = model.lower().rsplit("/", 1)[-1]
+    return name.startswith("gpt-5") or (len(name) > 1 and name[0] == "o" and name[1].isdigit())

@@ -1,0 +1,43 @@
+"""Every command has --help, and every command is documented in the README."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from lore.cli import build_parser
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def _commands(
+    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    found = [prefix]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.extend(_commands(sub, (*prefix, name)))
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+
+def test_there_are_subcommands() -> None:
+    assert ("chat",) in COMMANDS and ("config", "show") in COMMANDS
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "lore")
+def test_every_command_has_help(path: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args([*path, "--help"])
+    assert done.value.code == 0
+    assert "usage: lore" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", [p for p in COMMANDS if p], ids=" ".join)
+def test_every_command_is_in_the_readme(path: tuple[str, ...]) -> None:
+    assert f"lore {' '.join(path)}" in README
