@@ -124,6 +124,9 @@ class LocalProvider:
             stream=True,
             max_tokens=min(request.max_tokens, _MAX_REPLY_TOKENS),
             temperature=_DEFAULT_TEMPERATURE if temperature is None else temperature,
+            top_p=0.9,
+            # Without a penalty the 135M model loops on one phrase until the cap.
+            repeat_penalty=1.3,
         )
 
 
