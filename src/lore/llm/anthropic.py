@@ -17,8 +17,8 @@ from lore.errors import (
     provider_error_for_status,
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
-from lore.llm.openai import decode_json, post_sse
 from lore.llm.retry import RetryPolicy, Sleep, stream_with_retry
+from lore.llm.sse import decode_json, post_sse
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "to_anthropic_messages"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,20 +16,16 @@ import httpx
 from lore.errors import (
     ProviderConnectionError,
     ProviderError,
-    ProviderResponseError,
     provider_error_for_status,
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
-from lore.llm.retry import RetryPolicy, Sleep, retry_after_from_headers, stream_with_retry
+from lore.llm.retry import RetryPolicy, Sleep, stream_with_retry
+from lore.llm.sse import decode_json, post_sse
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "OpenAIProvider",
-    "SSEEvent",
-    "decode_json",
-    "iter_sse",
     "known_context_window",
-    "post_sse",
     "to_openai_messages",
 ]
 
@@ -68,8 +64,6 @@ _CONTEXT_WINDOWS = {
     "claude": 200_000,
 }
 
-_CONNECTION_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-
 
 def known_context_window(model: str) -> int:
     """The model's context window from the table, else `DEFAULT_CONTEXT_WINDOW`.
@@ -82,86 +76,6 @@ def known_context_window(model: str) -> int:
         if key.startswith(prefix) and len(prefix) > len(best):
             best = prefix
     return _CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW
-
-
-# -- SSE ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SSEEvent:
-    event: str
-    data: str
-
-
-async def iter_sse(lines: AsyncIterator[str]) -> AsyncGenerator[SSEEvent, None]:
-    """Server-sent events from decoded lines: comments skipped, `data:` lines joined."""
-    event = ""
-    data: list[str] = []
-    async for line in lines:
-        if not line.strip():
-            if data:
-                yield SSEEvent(event or "message", "\n".join(data))
-            event, data = "", []
-            continue
-        if line.startswith(":"):
-            continue  # comment / keep-alive
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            event = value.strip()
-        elif name == "data":
-            data.append(value)
-    # Some servers close the stream without the final blank line.
-    if data:
-        yield SSEEvent(event or "message", "\n".join(data))
-
-
-async def post_sse(
-    client: httpx.AsyncClient,
-    url: str,
-    *,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    label: str,
-    request_timeout: float,
-) -> AsyncGenerator[SSEEvent, None]:
-    """POST `body` and yield the reply's SSE events, mapping failures to `ProviderError`s."""
-    answered = False
-    try:
-        async with client.stream(
-            "POST", url, json=body, headers=headers, timeout=request_timeout
-        ) as response:
-            if response.status_code >= 400:
-                raw = (await response.aread()).decode("utf-8", "replace")
-                raise provider_error_for_status(
-                    response.status_code,
-                    raw,
-                    provider=label,
-                    retry_after=retry_after_from_headers(response.headers),
-                )
-            answered = True
-            async for event in iter_sse(response.aiter_lines()):
-                yield event
-    except _CONNECTION_ERRORS as exc:
-        reason = str(exc) or type(exc).__name__
-        what = f"lost the connection to {label}" if answered else f"cannot reach {label} at {url}"
-        raise ProviderConnectionError(f"{what}: {reason}") from exc
-
-
-def decode_json(data: str, label: str) -> list[dict[str, Any]]:
-    """Parse one SSE data payload; tolerate servers that send several JSON lines at once."""
-    try:
-        parsed = [json.loads(data)]
-    except ValueError:
-        try:
-            parsed = [json.loads(line) for line in data.splitlines() if line.strip()]
-        except ValueError as exc:
-            raise ProviderResponseError(
-                f"{label} sent a malformed stream event: {data[:200]!r}", body=data
-            ) from exc
-    if not all(isinstance(item, dict) for item in parsed):
-        raise ProviderResponseError(f"{label} sent an unexpected stream event", body=data)
-    return parsed
 
 
 # -- the provider -------------------------------------------------------------------
