@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,6 +16,9 @@ from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
 
 _real_connect = socket.socket.connect
+# The environment as the test run started, before fixtures scrub it: the opt-in real
+# provider evaluation (LORE_EVAL_MODEL) reads its keys from here.
+ORIGINAL_ENV = dict(os.environ)
 
 
 def _loopback_only(self: socket.socket, address: object) -> None:
@@ -27,8 +31,12 @@ def _loopback_only(self: socket.socket, address: object) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_network_and_no_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+def _no_network_and_no_home(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[None]:
+    real = request.node.get_closest_marker("real_provider") and ORIGINAL_ENV.get("LORE_EVAL_MODEL")
+    if not real:
+        monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     fake_home = tmp_path / "fake-home"
     fake_home.mkdir()
     monkeypatch.setenv("HOME", str(fake_home))
@@ -56,7 +64,8 @@ def home(tmp_path: Path) -> Path:
 def config(home: Path) -> Config:
     return load_config(
         env={"LORE_HOME": str(home), "USER": "john"},
-        flags={"model": "scripted", "timezone": "Asia/Taipei"},
+        # Extraction is an extra model call after every turn; its own tests turn it on.
+        flags={"model": "scripted", "timezone": "Asia/Taipei", "extraction.enabled": False},
     )
 
 

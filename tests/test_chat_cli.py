@@ -20,7 +20,12 @@ def server() -> Iterator[FakeOpenAI]:
     fake.stop()
 
 
-def _lore(home: Path, server: FakeOpenAI, *args: str) -> subprocess.CompletedProcess[str]:
+def _lore(
+    home: Path, server: FakeOpenAI, *args: str, extraction: bool = False
+) -> subprocess.CompletedProcess[str]:
+    home.mkdir(parents=True, exist_ok=True)
+    # Extraction is a second model call per turn; most tests here count requests.
+    (home / "config.toml").write_text(f"[extraction]\nenabled = {str(extraction).lower()}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LORE"))}
     env.update(
         LORE_HOME=str(home),

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from lore.agent.context import IDENTITY
 from lore.agent.conversation import CompletedTurn, Conversation, UnknownCommand
 from lore.agent.events import Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
 from lore.app import Lore
@@ -233,7 +234,7 @@ async def test_history_window_stays_within_the_context_budget(
     conversation = _conversation(lore, [])
     for i in range(30):
         await conversation.turn(f"message {i} " + "word " * 300)
-    last = model.requests[-1]
+    last = [r for r in model.requests if r.system.startswith(IDENTITY)][-1]
     total = lore.tokens.count_messages(last.messages, last.system)
     assert total <= 6000 - min(lore.config.max_output_tokens, 6000 // 4)
     assert last.messages[0]["role"] == "user"

@@ -33,10 +33,14 @@ __all__ = ["Lore"]
 
 # Modules that contribute the model's tools (`make_tools(lore)`) and slash commands
 # (`make_commands()`), in the order they appear to the model and in /help.
-TOOL_MODULES = ("lore.tools.memory_tools", "lore.tools.reminder_tools")
-COMMAND_MODULES = ("lore.agent.builtin_commands", "lore.memory.commands")
+TOOL_MODULES = ("lore.tools.memory_tools", "lore.tools.reminder_tools", "lore.tools.session_tools")
+COMMAND_MODULES = (
+    "lore.agent.builtin_commands",
+    "lore.memory.commands",
+    "lore.agent.lifecycle_commands",
+)
 # Modules whose `install(lore)` registers after-turn work and context sections.
-LAYER_MODULES: tuple[str, ...] = ()
+LAYER_MODULES: tuple[str, ...] = ("lore.memory.extraction", "lore.memory.lifecycle")
 
 
 class Lore:
@@ -50,6 +54,7 @@ class Lore:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self._provider = provider
+        self._named_providers: dict[str, Provider] = {}
         # Work run in the background after each successful turn (extraction, ...).
         self.after_turn: list[AfterTurn] = []
         # Extra system-prompt sections, placed after MEMORY.md, before runtime context.
@@ -66,6 +71,17 @@ class Lore:
 
             self._provider = make_provider(self.config)
         return self._provider
+
+    def provider_for(self, model: str) -> Provider:
+        """A provider for a named model ("" means the chat model), created once."""
+        if not model:
+            return self.provider
+        if model not in self._named_providers:
+            from lore.config import parse_model
+            from lore.llm.registry import make_provider
+
+            self._named_providers[model] = make_provider(self.config, parse_model(model))
+        return self._named_providers[model]
 
     @cached_property
     def tokens(self) -> TokenCounter:
@@ -148,8 +164,9 @@ class Lore:
     async def aclose(self) -> None:
         if "background" in self.__dict__:
             await self.background.drain()
-        if self._provider is not None:
-            await self._provider.aclose()
+        for provider in [self._provider, *self._named_providers.values()]:
+            if provider is not None:
+                await provider.aclose()
         if "db" in self.__dict__:
             self.db.close()
 

@@ -17,9 +17,12 @@ from lore.errors import ConfigError
 __all__ = [
     "Config",
     "ConsolidationConfig",
+    "DreamConfig",
     "ExtractionConfig",
     "MemoryConfig",
+    "MemoryFlushConfig",
     "ModelSpec",
+    "SessionMemoryConfig",
     "default_home",
     "load_config",
     "parse_model",
@@ -41,8 +44,32 @@ class ExtractionConfig:
 
 @dataclass(frozen=True)
 class ConsolidationConfig:
-    threshold: float = 0.7
-    idle_minutes: int = 30
+    threshold: float = 0.7  # share of the history budget that triggers consolidation
+    idle_minutes: int = 30  # a session idle this long is closed as by /new (0: never)
+    # After a pass the window holds at most this share of the budget: a safety buffer,
+    # so consolidation does not run again on the very next turn.
+    target: float = 0.4
+    max_chunk_tokens: int = 8000  # most a single pass summarises
+    max_failures: int = 3  # failed passes in a row before raw messages go to raw-archive
+
+
+@dataclass(frozen=True)
+class MemoryFlushConfig:
+    enabled: bool = True  # pre-compaction flush into memory/YYYY-MM-DD.md
+
+
+@dataclass(frozen=True)
+class SessionMemoryConfig:
+    enabled: bool = True  # slug + summary of a closed session into memory/
+    min_user_messages: int = 2
+
+
+@dataclass(frozen=True)
+class DreamConfig:
+    interval_hours: float = 2.0  # how often `lore serve` dreams (0: never)
+    max_rounds: int = 8
+    max_tokens: int = 60_000  # input + output over the whole run
+    max_entries: int = 100  # history entries one run reads; the rest wait for the next
 
 
 @dataclass(frozen=True)
@@ -64,6 +91,14 @@ class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
+    session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
+    dream: DreamConfig = field(default_factory=DreamConfig)
+    # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
+    owner_scopes: tuple[str, ...] = ()
+
+    def is_owner_scope(self, scope: str) -> bool:
+        return scope.startswith("cli:") or scope in self.owner_scopes
 
     @property
     def workspace(self) -> Path:
@@ -222,6 +257,9 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
     if default is None or isinstance(default, Path):
         return Path(value) if isinstance(value, str) else value
     try:
+        if isinstance(default, tuple):
+            items = value.split(",") if isinstance(value, str) else list(value)
+            return tuple(str(item).strip() for item in items if str(item).strip())
         if isinstance(default, bool):
             if isinstance(value, str):
                 lowered = value.strip().lower()

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from lore.agent.conversation import Conversation
     from lore.app import Lore
+    from lore.reminders.scheduler import Scheduler
 
 __all__ = ["Renderer", "run_interactive", "run_once"]
 
@@ -119,23 +120,42 @@ async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO)
 async def run_interactive(lore: Lore, key: str) -> int:
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
-    conversation = lore.conversation(key, emit=renderer.emit)
     prompt = _prompt_session(lore)
     _local_notice(lore, sys.stdout)
     print(f"Lore · {lore.config.model_spec()} · {key} · /help for commands, Ctrl+D to exit")
     with patch_stdout(raw=True):
-        while True:
-            try:
-                text = await prompt.prompt_async("› ")
-            except (EOFError, KeyboardInterrupt):
-                break
-            if not text.strip():
-                continue
-            if not await _dispatch(conversation, text, renderer):
-                break
-    await lore.background.drain()
+        # Created inside patch_stdout: whatever is printed while the prompt is up (a
+        # reminder, a background notice) goes above it without breaking the typed line.
+        renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
+        conversation = lore.conversation(key, emit=renderer.emit)
+        scheduler = _start_scheduler(lore, key, renderer)
+        try:
+            while True:
+                try:
+                    text = await prompt.prompt_async("› ")
+                except (EOFError, KeyboardInterrupt):
+                    break
+                if not text.strip():
+                    continue
+                if not await _dispatch(conversation, text, renderer):
+                    break
+        finally:
+            scheduler.stop()
+            await lore.background.drain()
     return 0
+
+
+def _start_scheduler(lore: Lore, key: str, renderer: Renderer) -> Scheduler:
+    from lore.reminders.delivery import session_delivery
+    from lore.reminders.scheduler import Scheduler
+
+    def show(event: Event) -> None:
+        if not isinstance(event, ReminderDue) or event.scope == key or key.startswith("cli:"):
+            renderer.emit(event)
+
+    scheduler = Scheduler(lore.reminders, lore.clock, session_delivery(lore.session, show))
+    lore.background.spawn(scheduler.run_forever, name="reminders")
+    return scheduler
 
 
 async def _dispatch(conversation: Conversation, text: str, renderer: Renderer) -> bool:

@@ -15,7 +15,7 @@ from lore import __version__
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = ("chat", "memory", "remind", "serve", "config_cmd")
+SUBCOMMANDS = ("chat", "memory", "remind", "sessions", "dream", "serve", "config_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

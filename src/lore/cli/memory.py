@@ -1,0 +1,222 @@
+"""`lore memory list|add|forget|search|export|import`: structured memories of one scope."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from lore.cli.common import add_common, add_session, load_runtime, print_json
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+    from lore.memory.store import Memory
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "memory",
+        help="list, add, forget, search, export or import memories",
+        description="Structured long-term memories of one conversation (--session/--scope).",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+
+    listing = actions.add_parser("list", help="a conversation's active memories, block order")
+    _shared(listing, json_flag=True)
+    listing.set_defaults(func=_list)
+
+    add = actions.add_parser("add", help="note a fact (at most 500 characters)")
+    add.add_argument("text", metavar="TEXT", help="the fact, one self-contained sentence")
+    add.add_argument(
+        "--kind",
+        default="fact",
+        help="profile, preference, fact (default), plan, relation or event",
+    )
+    add.add_argument(
+        "--keyword",
+        action="append",
+        default=[],
+        metavar="WORD",
+        help="a synonym or broader term that should also find it (repeatable)",
+    )
+    add.add_argument(
+        "--expires", metavar="DATE", help="last day it applies (YYYY-MM-DD) or an ISO-8601 time"
+    )
+    _shared(add, json_flag=True)
+    add.set_defaults(func=_add)
+
+    forget = actions.add_parser("forget", help="erase a memory and its history by id")
+    forget.add_argument("id", metavar="ID", help="the memory's number (e.g. 12 or #12)")
+    _shared(forget, json_flag=False)
+    forget.set_defaults(func=_forget)
+
+    search = actions.add_parser("search", help="full-text search (any language) in one scope")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--limit", type=int, default=10, help="at most this many (default 10)")
+    _shared(search, json_flag=True)
+    search.set_defaults(func=_search)
+
+    export = actions.add_parser("export", help="write active memories as JSON Lines")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    _shared(export, json_flag=False)
+    export.set_defaults(func=_export)
+
+    imports = actions.add_parser("import", help="read JSON Lines from `export`; all or nothing")
+    imports.add_argument("file", metavar="FILE", help="a file written by export (- for stdin)")
+    _shared(imports, json_flag=True)
+    imports.set_defaults(func=_import)
+
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _shared(parser: argparse.ArgumentParser, *, json_flag: bool) -> None:
+    add_common(parser)
+    add_session(parser)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _runtime(args) as lore:
+        memories = lore.memory.active(args.session, now=lore.clock.now())
+        if args.json:
+            print_json([m.to_record() for m in memories])
+        elif not memories:
+            print(f"No memories in {args.session}.")
+        else:
+            for memory in memories:
+                print(_line(memory, lore))
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    with _runtime(args) as lore:
+        now = lore.clock.now()
+        expires = None if args.expires is None else _parse_expiry(args.expires, lore)
+        memory, created = lore.memory.remember(
+            args.session,
+            args.text,
+            kind=args.kind,
+            keywords=args.keyword,
+            author=lore.config.user_name,
+            via="cli",
+            now=now,
+            expires_at=expires,
+        )
+        if args.json:
+            print_json({**memory.to_record(), "created": created})
+        elif created:
+            print(f"Noted #{memory.id}: {memory.content}")
+        else:
+            print(f"Already noted as #{memory.id}; nothing changed.")
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
+
+    text = str(args.id).strip().lstrip("#")
+    if not text.isdigit():
+        raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
+    with _runtime(args) as lore:
+        erased = lore.memory.forget(
+            args.session, int(text), by=lore.config.user_name, via="cli", now=lore.clock.now()
+        )
+    older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
+    print(f"Forgot #{text}{older}.")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    with _runtime(args) as lore:
+        hits = lore.memory.search(args.session, args.query, now=lore.clock.now(), limit=args.limit)
+        if args.json:
+            print_json([m.to_record() for m in hits])
+        elif not hits:
+            print(f"Nothing found for {args.query!r} in {args.session}.")
+        else:
+            for memory in hits:
+                print(_line(memory, lore))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _runtime(args) as lore:
+        lines = lore.memory.export(args.session)
+    text = "".join(line + "\n" for line in lines)
+    if args.output:
+        from pathlib import Path
+
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"Exported {len(lines)} memories to {args.output}.", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
+
+    try:
+        if args.file == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {args.file}: {exc}") from None
+    with _runtime(args) as lore:
+        result = lore.memory.import_(
+            args.session, lines, by=lore.config.user_name, via="cli", now=lore.clock.now()
+        )
+    if args.json:
+        print_json({"added": result.added, "already_present": result.already_present})
+    else:
+        present = (
+            f" ({len(result.already_present)} already present)" if result.already_present else ""
+        )
+        print(f"Imported {len(result.added)} memories{present}.")
+    return 0
+
+
+@contextmanager
+def _runtime(args: argparse.Namespace) -> Iterator[Lore]:
+    """The runtime for one command, with the database closed afterwards."""
+    lore = load_runtime(args)
+    try:
+        yield lore
+    finally:
+        if "db" in lore.__dict__:
+            lore.db.close()
+
+
+def _line(memory: Memory, lore: Lore) -> str:
+    date = f"{memory.updated_at.astimezone(lore.zone):%Y-%m-%d}"
+    line = f"#{memory.id} [{memory.kind}] {memory.content} (noted by {memory.author}, {date})"
+    if memory.keywords:
+        line += f"  keywords: {', '.join(memory.keywords)}"
+    return line
+
+
+def _parse_expiry(text: str, lore: Lore) -> datetime:
+    from lore.errors import InvalidInputError
+
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInputError(f"--expires {text!r}: use YYYY-MM-DD or ISO 8601") from None
+    if len(text.strip()) == 10:  # a date: it applies through that whole local day
+        moment = moment + timedelta(days=1)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=lore.zone)
+    return moment

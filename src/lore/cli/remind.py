@@ -1,0 +1,134 @@
+"""`lore remind list|add|cancel`: reminders from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from lore.cli.common import add_common, add_session, load_runtime, print_json
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "remind",
+        help="list, add or cancel reminders",
+        description="Reminders the scheduler (`lore serve`, `lore chat`) pushes to a conversation.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+
+    listing = actions.add_parser("list", help="a conversation's pending reminders")
+    listing.add_argument("--all", action="store_true", help="include delivered and cancelled")
+    _shared(listing)
+    listing.set_defaults(func=_list)
+
+    add = actions.add_parser(
+        "add",
+        help="set a reminder",
+        description="Set a reminder. WHEN: ISO-8601 or a phrase ('in 10 minutes', "
+        "'tomorrow 9am', '明天早上9点', 'завтра в 9').",
+        epilog="RECURRENCE: 'daily 09:00', 'weekly mon,wed 18:30', 'weekdays 08:00', "
+        "'every 15m', 'every 2h', or cron like '0 9 * * 1-5'.",
+    )
+    add.add_argument("text", metavar="TEXT", help="what to be reminded of")
+    add.add_argument("--when", metavar="WHEN", help="when it first fires (optional with --every)")
+    add.add_argument("--every", metavar="RECURRENCE", help="repeat on this schedule")
+    _shared(add)
+    add.set_defaults(func=_add)
+
+    cancel = actions.add_parser("cancel", help="cancel a pending reminder")
+    cancel.add_argument("id", metavar="ID", help="the reminder's number (e.g. 7 or #7)")
+    _shared(cancel)
+    cancel.set_defaults(func=_cancel)
+
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _shared(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    add_session(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    from lore.reminders import describe_reminder
+
+    with _runtime(args) as lore:
+        reminders = lore.reminders.list(args.session, include_done=args.all)
+        now = lore.clock.now()
+    if args.json:
+        print_json([r.to_dict() for r in reminders])
+        return 0
+    if not reminders:
+        print(f"No pending reminders in {args.session}.")
+    for reminder in reminders:
+        by = f" (by {reminder.author})" if reminder.author else ""
+        print(describe_reminder(reminder, now) + by)
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    from lore.reminders import create_reminder, in_words
+    from lore.reminders.when import format_local
+
+    with _runtime(args) as lore:
+        now = lore.clock.now()
+        reminder = create_reminder(
+            lore.reminders,
+            scope=args.session,
+            author=lore.config.user_name,
+            text=args.text,
+            when=args.when,
+            recurrence=args.every,
+            now=now,
+            zone=lore.zone,
+            channel="cli",
+        )
+    if args.json:
+        print_json(reminder.to_dict())
+        return 0
+    line = f"Reminder #{reminder.id} set for {format_local(reminder.due_at, reminder.zone)}"
+    line += f", {in_words(reminder.due_at - now)}"
+    if reminder.recurrence:
+        line += f", then repeating {reminder.recurrence}"
+    print(line + ".")
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
+
+    text = str(args.id).strip().lstrip("#")
+    if not text.isdigit():
+        raise InvalidInputError(f"{args.id!r} is not a reminder number; see `lore remind list`")
+    with _runtime(args) as lore:
+        reminder = lore.reminders.cancel(
+            args.session, int(text), by=lore.config.user_name, now=lore.clock.now()
+        )
+    if args.json:
+        print_json(reminder.to_dict())
+    else:
+        print(f"Cancelled reminder #{reminder.id}: {reminder.text}")
+    return 0
+
+
+@contextmanager
+def _runtime(args: argparse.Namespace) -> Iterator[Lore]:
+    """The runtime for one command, with the database closed afterwards."""
+    lore = load_runtime(args)
+    try:
+        yield lore
+    finally:
+        if "db" in lore.__dict__:
+            lore.db.close()

@@ -1,0 +1,74 @@
+"""`lore serve`: for now, the reminder scheduler with a log line per delivery.
+
+Later issues add the HTTP API, the web page and the chat channels to this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from lore.cli.common import add_common, load_runtime
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the reminder scheduler (Ctrl+C stops)",
+        description="Run Lore's background services: the reminder scheduler, which delivers "
+        "due reminders into their conversations and logs one line per delivery.",
+    )
+    add_common(parser)
+    parser.add_argument("--once", action="store_true", help="deliver what is due now, then exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    lore = load_runtime(args)
+    try:
+        asyncio.run(serve(lore, once=args.once))
+    except KeyboardInterrupt:
+        print("lore serve: stopped", file=sys.stderr)
+    return 0
+
+
+async def serve(lore: Lore, *, once: bool = False) -> None:
+    """Run the scheduler until cancelled (or one pass with `once`), logging deliveries."""
+    import asyncio
+    import signal
+    import sys
+
+    from lore.reminders.delivery import session_delivery
+    from lore.reminders.scheduler import Scheduler
+    from lore.reminders.store import DueReminder
+
+    into_session = session_delivery(lore.session)
+
+    async def deliver(due: DueReminder) -> None:
+        await into_session(due)
+        stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
+        late = " (late)" if due.late else ""
+        print(f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}", flush=True)
+
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver)
+    try:
+        # A service manager stops us with SIGTERM: finish the delivery in hand, then exit.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, scheduler.stop)
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        pass
+    try:
+        if once:
+            await scheduler.run_once()
+        else:
+            print("lore serve: reminder scheduler running; Ctrl+C stops", file=sys.stderr)
+            await scheduler.run_forever()
+    finally:
+        await lore.aclose()

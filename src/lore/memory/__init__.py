@@ -1,0 +1,5 @@
+"""Structured long-term memory: the store, its CJK-aware index, and the prompt block."""
+
+from lore.memory.store import KINDS, Memory, MemoryStore, Source
+
+__all__ = ["KINDS", "Memory", "MemoryStore", "Source"]

@@ -1,0 +1,106 @@
+"""Reminders: point events the scheduler pushes back to the conversation they came from.
+
+`create_reminder` is the one way in (the model's tool, the CLI, later the API): it reads
+`when` and the recurrence, refuses what would never fire, and stores the first due time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+from lore.errors import InvalidInputError
+from lore.reminders.schedule import Schedule, next_after, parse_schedule
+from lore.reminders.store import DueReminder, Reminder, ReminderStore
+from lore.reminders.when import format_local, parse_when, zone_name
+
+__all__ = [
+    "DueReminder",
+    "Reminder",
+    "ReminderStore",
+    "create_reminder",
+    "describe_reminder",
+    "format_local",
+    "parse_when",
+]
+
+
+def create_reminder(
+    store: ReminderStore,
+    *,
+    scope: str,
+    author: str,
+    text: str,
+    when: str | None,
+    recurrence: str | Mapping[str, Any] | None = None,
+    now: datetime,
+    zone: tzinfo,
+    channel: str = "",
+    session_id: str = "",
+) -> Reminder:
+    """Store a reminder due at `when` (and repeating by `recurrence`), or refuse with a
+    one-line reason; nothing is stored on error."""
+    when = (when or "").strip()
+    if not when and not recurrence:
+        raise InvalidInputError("a reminder needs a time ('when') or a recurrence")
+    first: datetime | None = None
+    if when:
+        try:
+            first = parse_when(when, now, zone)
+        except InvalidInputError:
+            if recurrence or not _is_schedule(when):
+                raise
+            recurrence = when  # "every day at 9" sent as `when`: it is a recurrence
+    schedule: Schedule | None = None
+    if recurrence:
+        local_first = first.astimezone(zone) if first else None
+        schedule = parse_schedule(recurrence, default=local_first)
+        if first is None:
+            first = next_after(schedule, now, now, zone)
+            if first is None:
+                raise InvalidInputError(f"recurrence {schedule.text!r} never fires")
+    assert first is not None
+    return store.add(
+        scope,
+        author,
+        text,
+        first,
+        timezone=zone_name(zone),
+        now=now,
+        recurrence=schedule.text if schedule else None,
+        channel=channel,
+        session_id=session_id,
+    )
+
+
+def describe_reminder(reminder: Reminder, now: datetime | None = None) -> str:
+    """One line: #7 Mon 2026-12-01 09:00 (Asia/Taipei), in 16 h — pills [repeats daily 09:00]."""
+    line = f"#{reminder.id} {format_local(reminder.due_at, reminder.zone)}"
+    if now is not None and reminder.status == "pending":
+        line += f", {in_words(reminder.due_at - now)}"
+    line += f" — {reminder.text}"
+    if reminder.recurrence:
+        line += f" [repeats {reminder.recurrence}]"
+    if reminder.status != "pending":
+        line += f" ({reminder.status})"
+    return line
+
+
+def in_words(delta: timedelta) -> str:
+    """A delay in words, rounded to the minute: in 10 min, in 16 h 5 min, in 3 days."""
+    minutes = max(0, round(delta.total_seconds() / 60))
+    if minutes < 60:
+        return f"in {minutes} min"
+    if minutes < 48 * 60:
+        hours, rest = divmod(minutes, 60)
+        return f"in {hours} h {rest} min" if rest else f"in {hours} h"
+    return f"in {round(minutes / 1440)} days"
+
+
+def _is_schedule(text: str) -> bool:
+    try:
+        parse_schedule(text)
+    except InvalidInputError:
+        return False
+    return True

@@ -1,0 +1,152 @@
+"""The model's reminder tools: set_reminder, list_reminders, cancel_reminder.
+
+Their descriptions fence them from `remember`: a one-shot todo or anything tied to a
+moment is a reminder; a lasting fact is a memory.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Any
+
+from lore.errors import ConfigError, ToolError
+from lore.tools.base import Tool, ToolContext, required_str
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+
+__all__ = ["make_tools"]
+
+_SET = (
+    "Schedule a reminder that Lore pushes into this conversation at a given moment, once or "
+    "repeating: 'remind me in 10 minutes to…', 'every weekday at 8 tell me…', "
+    "'明天早上9点提醒我…', 'напомни завтра в 9…'. "
+    "⚠️ A one-shot todo or anything tied to a time is a reminder, never remember. "
+    "⚠️ A lasting fact (a birthday, a preference) is remember, not this, unless the user "
+    "also asks to be reminded. "
+    "`when`: preferably an ISO-8601 time with offset computed from the current time and "
+    "timezone in the runtime context (e.g. 2026-12-01T09:00:00+08:00); the user's own phrase "
+    "also works ('in 10 minutes', 'tomorrow 9am', '下午3点', 'завтра в 9'). "
+    "`recurrence` only for repeating reminders: 'daily 09:00', 'weekly mon,wed 18:30', "
+    "'weekdays 08:00', 'every 15m', 'every 2h', or cron '0 9 * * 1-5'; `when` is then the "
+    "first time and may be omitted. The result states the exact local time it will fire: "
+    "tell the user that time."
+)
+_LIST = (
+    "List this conversation's pending reminders: #id, local fire time, text, recurrence. "
+    "Use it to find an id before cancel_reminder. Reminders only; stored facts are in the "
+    "long-term memory block."
+)
+_CANCEL = (
+    "Cancel a pending reminder of this conversation by its #id (from set_reminder or "
+    "list_reminders). To erase a stored fact use forget, not this."
+)
+
+
+def make_tools(lore: Lore) -> list[Tool]:
+    return [SetReminder(lore), ListReminders(lore), CancelReminder(lore)]
+
+
+class SetReminder:
+    name = "set_reminder"
+    description = _SET
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "what to remind of, in the user's words"},
+            "when": {"type": "string", "description": "ISO-8601 with offset, or a phrase"},
+            "recurrence": {"type": "string", "description": "for repeating reminders only"},
+        },
+        "required": ["text"],
+    }
+
+    def __init__(self, lore: Lore) -> None:
+        self._lore = lore
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        from lore.reminders import create_reminder, in_words
+        from lore.reminders.when import format_local
+
+        text = required_str(args, "text")
+        when, recurrence = _optional_str(args, "when"), _optional_str(args, "recurrence")
+        reminder = create_reminder(
+            self._lore.reminders,
+            scope=ctx.scope,
+            author=ctx.author,
+            text=text,
+            when=when,
+            recurrence=recurrence,
+            now=ctx.now,
+            zone=_zone(ctx, self._lore),
+            channel=ctx.channel,
+            session_id=ctx.session_id,
+        )
+        at = format_local(reminder.due_at, reminder.zone)
+        ctx.notices.append(f"⏰ reminder #{reminder.id} set for {at}")
+        result = f"Reminder #{reminder.id} set for {at}, {in_words(reminder.due_at - ctx.now)}"
+        if reminder.recurrence:
+            result += f", then repeating {reminder.recurrence}"
+        return result + "."
+
+
+class ListReminders:
+    name = "list_reminders"
+    description = _LIST
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+
+    def __init__(self, lore: Lore) -> None:
+        self._lore = lore
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        from lore.reminders import describe_reminder
+
+        reminders = self._lore.reminders.list(ctx.scope)
+        if not reminders:
+            return "No pending reminders in this conversation."
+        lines = [f"{describe_reminder(r, ctx.now)} (set by {r.author})" for r in reminders]
+        return f"{len(lines)} pending reminder(s):\n" + "\n".join(lines)
+
+
+class CancelReminder:
+    name = "cancel_reminder"
+    description = _CANCEL
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"id": {"type": "integer", "description": "the reminder's #id"}},
+        "required": ["id"],
+    }
+
+    def __init__(self, lore: Lore) -> None:
+        self._lore = lore
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        value = args.get("id")
+        if isinstance(value, str):
+            value = value.strip().lstrip("#")
+        try:
+            reminder_id = int(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as exc:
+            raise ToolError("'id' must be a reminder number like 7") from exc
+        reminder = self._lore.reminders.cancel(ctx.scope, reminder_id, by=ctx.author, now=ctx.now)
+        ctx.notices.append(f"⏰ reminder #{reminder.id} cancelled")
+        return f"Cancelled reminder #{reminder.id}: {reminder.text}"
+
+
+def _optional_str(args: dict[str, Any], name: str) -> str | None:
+    value = args.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"'{name}' must be a string")
+    return value.strip()
+
+
+def _zone(ctx: ToolContext, lore: Lore) -> tzinfo:
+    from lore.clock import resolve_zone
+
+    if not ctx.timezone:
+        return lore.zone
+    try:
+        return resolve_zone(ctx.timezone)
+    except ConfigError:
+        return lore.zone

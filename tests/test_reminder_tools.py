@@ -1,0 +1,164 @@
+"""The model's reminder tools, called the way a turn calls them (through the registry)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lore.app import Lore
+from lore.llm.base import ToolCall
+from lore.tools.base import ToolContext, ToolRegistry, ToolResult
+from lore.tools.reminder_tools import make_tools
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # Monday 17:00 in Taipei
+
+
+def context(scope: str = "line:group:family", author: str = "john", **extra: Any) -> ToolContext:
+    values: dict[str, Any] = {
+        "scope": scope, "author": author, "session_id": "s1", "message_index": 0, "now": NOW,
+        "timezone": "Asia/Taipei", "channel": "line", **extra,
+    }  # fmt: skip
+    return ToolContext(**values)
+
+
+async def call(lore: Lore, name: str, ctx: ToolContext | None = None, **args: Any) -> ToolResult:
+    registry = ToolRegistry(make_tools(lore))
+    return await registry.call(ToolCall("c1", name, json.dumps(args)), ctx or context())
+
+
+def stored(lore: Lore, scope: str = "line:group:family") -> list[str]:
+    return [r.text for r in lore.reminders.list(scope, include_done=True)]
+
+
+async def test_set_reminder_states_the_absolute_local_fire_time(lore: Lore) -> None:
+    result = await call(lore, "set_reminder", text="call mom", when="2026-12-01T09:00:00+08:00")
+    assert not result.is_error
+    assert result.content == ("Reminder #1 set for Tue 2026-12-01 09:00 (Asia/Taipei), in 16 h.")
+    [reminder] = lore.reminders.list("line:group:family")
+    assert (reminder.author, reminder.channel, reminder.session_id) == ("john", "line", "s1")
+
+
+@pytest.mark.parametrize(
+    ("when", "fires"),
+    [
+        ("明天早上9点", "Tue 2026-12-01 09:00"),
+        ("завтра в 9", "Tue 2026-12-01 09:00"),
+        ("in 10 minutes", "Mon 2026-11-30 17:10"),
+    ],
+)
+async def test_set_reminder_reads_phrases_in_the_conversations_zone(
+    lore: Lore, when: str, fires: str
+) -> None:
+    result = await call(lore, "set_reminder", text="x", when=when)
+    assert f"set for {fires} (Asia/Taipei)" in result.content
+
+
+async def test_the_conversations_timezone_wins_over_the_configured_one(lore: Lore) -> None:
+    ctx = context(timezone="Europe/Moscow")
+    result = await call(lore, "set_reminder", ctx, text="x", when="tomorrow 9am")
+    assert "set for Tue 2026-12-01 09:00 (Europe/Moscow)" in result.content
+
+
+async def test_a_recurring_reminder_says_how_it_repeats(lore: Lore) -> None:
+    result = await call(lore, "set_reminder", text="pills", when="tomorrow 9am", recurrence="daily")
+    assert result.content.endswith("then repeating daily 09:00.")
+
+
+async def test_a_recurrence_alone_fires_at_its_first_occurrence(lore: Lore) -> None:
+    result = await call(lore, "set_reminder", text="stand up", recurrence="weekdays 10:00")
+    assert "set for Tue 2026-12-01 10:00 (Asia/Taipei)" in result.content
+
+
+async def test_a_recurrence_sent_as_when_is_understood(lore: Lore) -> None:
+    result = await call(lore, "set_reminder", text="water", when="every 2h")
+    assert not result.is_error
+    assert "repeating every 2h" in result.content
+
+
+async def test_setting_a_reminder_leaves_a_notice_for_the_user(lore: Lore) -> None:
+    ctx = context()
+    await call(lore, "set_reminder", ctx, text="x", when="in 10 minutes")
+    assert ctx.notices == ["⏰ reminder #1 set for Mon 2026-11-30 17:10 (Asia/Taipei)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ({"text": "x", "when": "yesterday at 9"}, "not in the future"),
+        ({"text": "x", "when": "today 8am"}, "not in the future"),
+        ({"text": "x", "when": "blah"}, "could not understand the time 'blah'"),
+        ({"text": "x", "when": "明天25点"}, "not a valid time"),
+        ({"text": "x", "recurrence": "cron 0 0 31 2 *"}, "never fires"),
+        ({"text": "x", "when": "in 5 minutes", "recurrence": "every 10s"}, "unknown recurrence"),
+        ({"text": "x"}, "needs a time"),
+        ({"when": "in 5 minutes"}, "'text' is required"),
+    ],
+)
+async def test_refused_reminders_give_the_model_a_reason_and_store_nothing(
+    lore: Lore, args: dict[str, Any], reason: str
+) -> None:
+    result = await call(lore, "set_reminder", **args)
+    assert result.is_error
+    assert reason in result.content
+    assert "\n" not in result.content
+    assert stored(lore) == []
+
+
+async def test_list_reminders_shows_only_this_conversations_pending_ones(lore: Lore) -> None:
+    await call(lore, "set_reminder", text="ours", when="in 10 minutes", recurrence="every 1h")
+    await call(lore, "set_reminder", context("telegram:1"), text="theirs", when="in 5 minutes")
+    result = await call(lore, "list_reminders")
+    assert result.content == (
+        "1 pending reminder(s):\n#1 Mon 2026-11-30 17:10 (Asia/Taipei), in 10 min — ours "
+        "[repeats every 1h] (set by john)"
+    )
+
+
+async def test_list_reminders_says_when_there_are_none(lore: Lore) -> None:
+    assert (await call(lore, "list_reminders")).content == (
+        "No pending reminders in this conversation."
+    )
+
+
+async def test_cancel_reminder_cancels_by_id(lore: Lore) -> None:
+    await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
+    result = await call(lore, "cancel_reminder", id=1)
+    assert result.content == "Cancelled reminder #1: call mom"
+    assert lore.reminders.list("line:group:family") == []
+    assert not (await call(lore, "cancel_reminder", id="#1")).content.startswith("Cancelled")
+
+
+async def test_cancelling_another_conversations_reminder_changes_nothing(lore: Lore) -> None:
+    await call(lore, "set_reminder", context("telegram:1"), text="theirs", when="in 5 minutes")
+    result = await call(lore, "cancel_reminder", id=1)
+    assert result.is_error
+    assert "no reminder #1 in this conversation" in result.content
+    assert [r.status for r in lore.reminders.list("telegram:1")] == ["pending"]
+
+
+async def test_cancel_reminder_refuses_a_non_number(lore: Lore) -> None:
+    result = await call(lore, "cancel_reminder", id="soon")
+    assert result.is_error and "reminder number" in result.content
+
+
+def test_descriptions_fence_reminders_from_memories(lore: Lore) -> None:
+    tools = {tool.name: tool for tool in make_tools(lore)}
+    assert set(tools) == {"set_reminder", "list_reminders", "cancel_reminder"}
+    assert "never remember" in tools["set_reminder"].description
+    assert "lasting fact" in tools["set_reminder"].description
+    assert "forget" in tools["cancel_reminder"].description
+    assert tools["set_reminder"].parameters["required"] == ["text"]
+
+
+async def test_the_runtime_offers_the_reminder_tools(lore: Lore) -> None:
+    assert {"set_reminder", "list_reminders", "cancel_reminder"} <= set(lore.tools.names())
+
+
+async def test_a_reminder_set_by_the_tool_fires_at_the_stated_time(lore: Lore) -> None:
+    await call(lore, "set_reminder", text="x", when="2026-12-01T09:00:00+08:00")
+    fire = datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
+    assert lore.reminders.claim_due(fire - timedelta(seconds=1)) == []
+    assert [d.id for d in lore.reminders.claim_due(fire)] == [1]
