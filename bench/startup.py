@@ -72,11 +72,15 @@ def main() -> None:
         print(json.dumps(figures, indent=2))
         return
     print(f"lore --help      p50 {figures['help_p50_ms']:7.1f} ms   (budget 300 ms)")
-    print(f"  baseline: python -c pass   {figures['python_p50_ms']:7.1f} ms   "
-          f"ratio {figures['help_p50_ms'] / figures['python_p50_ms']:.1f}x")
+    print(
+        f"  baseline: python -c pass   {figures['python_p50_ms']:7.1f} ms   "
+        f"ratio {figures['help_p50_ms'] / figures['python_p50_ms']:.1f}x"
+    )
     print(f"context build    p50 {figures['context_build_p50_ms']:7.3f} ms")
-    print(f"  baseline: raw read of workspace files {figures['raw_file_read_p50_ms']:7.3f} ms   "
-          f"ratio {figures['context_build_p50_ms'] / figures['raw_file_read_p50_ms']:.1f}x")
+    print(
+        f"  baseline: raw read of workspace files {figures['raw_file_read_p50_ms']:7.3f} ms   "
+        f"ratio {figures['context_build_p50_ms'] / figures['raw_file_read_p50_ms']:.1f}x"
+    )
 
 
 if __name__ == "__main__":

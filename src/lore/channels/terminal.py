@@ -101,6 +101,7 @@ async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO)
     renderer = Renderer(out, err, interactive=False)
     conversation = lore.conversation(key, emit=renderer.emit)
     _local_notice(lore, err)
+    await _close_if_idle(lore, key, renderer)
     try:
         result = await conversation.send(text)
     except UnknownCommand as exc:
@@ -127,6 +128,7 @@ async def run_interactive(lore: Lore, key: str) -> int:
         # Created inside patch_stdout: whatever is printed while the prompt is up (a
         # reminder, a background notice) goes above it without breaking the typed line.
         renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
+        await _close_if_idle(lore, key, renderer)
         conversation = lore.conversation(key, emit=renderer.emit)
         scheduler = _start_scheduler(lore, key, renderer)
         try:
@@ -143,6 +145,17 @@ async def run_interactive(lore: Lore, key: str) -> int:
             scheduler.stop()
             await lore.background.drain()
     return 0
+
+
+async def _close_if_idle(lore: Lore, key: str, renderer: Renderer) -> None:
+    """A conversation left idle too long starts fresh; the old one is archived, not lost."""
+    from lore.sessions.closing import close_if_idle
+
+    entry = await close_if_idle(lore, key, emit=renderer.emit)
+    if entry is not None:
+        renderer.emit(
+            Notice(f"the previous session was idle, so it was archived ({entry.transcript_path})")
+        )
 
 
 def _start_scheduler(lore: Lore, key: str, renderer: Renderer) -> Scheduler:

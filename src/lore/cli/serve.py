@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve(lore: Lore, *, once: bool = False) -> None:
-    """Run the scheduler until cancelled (or one pass with `once`), logging deliveries."""
+    """Run the scheduler, idle close and Dream until stopped (one pass with `once`)."""
     import asyncio
     import signal
     import sys
@@ -64,11 +64,28 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, scheduler.stop)
     except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
         pass
+    from lore.memory.dream import dream_forever
+    from lore.sessions.closing import close_idle_sessions, idle_close_forever
+
     try:
         if once:
             await scheduler.run_once()
+            await close_idle_sessions(lore)
         else:
-            print("lore serve: reminder scheduler running; Ctrl+C stops", file=sys.stderr)
-            await scheduler.run_forever()
+            print(
+                "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
+                file=sys.stderr,
+            )
+            # Idle close and Dream run beside the scheduler and end with it.
+            helpers = [
+                asyncio.create_task(idle_close_forever(lore), name="idle-close"),
+                asyncio.create_task(dream_forever(lore), name="dream"),
+            ]
+            try:
+                await scheduler.run_forever()
+            finally:
+                for task in helpers:
+                    task.cancel()
+                await asyncio.gather(*helpers, return_exceptions=True)
     finally:
         await lore.aclose()

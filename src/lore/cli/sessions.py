@@ -1,0 +1,98 @@
+"""`lore sessions list|show`: closed sessions from the exact archive, and their messages."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lore.cli.common import add_common, load_runtime, print_json
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sessions",
+        help="list closed sessions or show one's exact messages",
+        description="Closed (archived) sessions: the index in sessions/_sessions.jsonl and "
+        "the exact transcripts in sessions/archive/.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser(
+        "list", help="closed sessions, newest first", description="Closed sessions, newest first."
+    )
+    add_common(listing)
+    listing.add_argument(
+        "--session", "--scope", dest="session", metavar="KEY", help="only this conversation"
+    )
+    listing.add_argument("--slug", metavar="TEXT", help="only slugs containing TEXT")
+    listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_list)
+
+    show = actions.add_parser(
+        "show",
+        help="the exact messages of a closed session",
+        description="Print a closed session's messages (tool calls and results included).",
+    )
+    add_common(show)
+    show.add_argument("session_id", metavar="ID", help="session id (or its first characters)")
+    show.add_argument("--offset", type=int, default=0, help="first message (negative: from end)")
+    show.add_argument("--limit", type=int, default=0, help="at most this many (default: all)")
+    show.add_argument("--json", action="store_true", help="print JSON: metadata and messages")
+    show.set_defaults(func=_show)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from lore.sessions.closing import session_archive
+    from lore.tools.session_tools import describe_session
+
+    lore = load_runtime(args)
+    entries = session_archive(lore).entries()
+    if args.session:
+        entries = [e for e in entries if e.key == args.session]
+    if args.slug:
+        entries = [e for e in entries if args.slug.lower() in e.slug.lower()]
+    entries = sorted(reversed(entries), key=lambda e: e.ended_at, reverse=True)
+    entries = entries[: max(args.limit, 0)]
+    if args.json:
+        print_json([e.to_dict() for e in entries])
+        return 0
+    if not entries:
+        print("No closed sessions yet.")
+        return 0
+    for entry in entries:
+        print(f"{entry.key}")
+        print(describe_session(entry, lore.zone))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from lore.errors import SessionError
+    from lore.sessions.closing import session_archive
+    from lore.tools.session_tools import Page, render_message
+
+    lore = load_runtime(args)
+    archive = session_archive(lore)
+    wanted = args.session_id.strip().lower()
+    matches = [e for e in archive.entries() if e.session_id.startswith(wanted)]
+    if not matches:
+        raise SessionError(f"no closed session {args.session_id!r}; see `lore sessions list`")
+    if len(matches) > 1:
+        ids = ", ".join(e.session_id[:12] for e in matches[:5])
+        raise SessionError(f"session id {args.session_id!r} is ambiguous ({ids})")
+    entry = matches[0]
+    start = args.offset if args.offset >= 0 else max(entry.message_count + args.offset, 0)
+    messages, total = archive.read_messages(entry, offset=start, limit=args.limit or None)
+    if args.json:
+        print_json({"session": entry.to_dict(), "offset": start, "messages": messages})
+        return 0
+    page = Page(start, messages)
+    print(f"Session {entry.session_id} · {entry.key} · {entry.slug} · {total} messages")
+    print(f"transcript: {entry.transcript_path}")
+    print(f"summary:    {entry.memory_path or '(' + entry.summary + ')'}")
+    for number, message in enumerate(page.messages, start=page.start):
+        print()
+        print(render_message(number, message, lore.zone))
+    return 0

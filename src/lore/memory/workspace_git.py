@@ -1,0 +1,262 @@
+"""Versions of the curated files: the workspace as its own git repository.
+
+Created on first use, unless the workspace already lies inside another repository (then
+Dream runs unversioned rather than commit into someone else's history). Only the paths
+passed in are ever staged. git runs as a subprocess with its identity, signing and hooks
+fixed on the command line, so it works without any global git configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lore.errors import LoreError
+from lore.memory.history import try_lock
+
+if TYPE_CHECKING:
+    from lore.app import Lore
+
+__all__ = [
+    "COMMIT_PREFIX",
+    "CURATED",
+    "CURSOR_PATH",
+    "Commit",
+    "GitError",
+    "WorkspaceGit",
+    "dream_log",
+    "dream_restore",
+    "dream_versions",
+]
+
+log = logging.getLogger(__name__)
+
+# What is versioned: the files Dream curates, and its cursor.
+CURATED = ("SOUL.md", "USER.md", "MEMORY.md")
+CURSOR_PATH = "memory/.dream_cursor"
+COMMIT_PREFIX = "dream:"  # a Dream that changed files
+CURSOR_COMMIT = "dream-cursor:"  # a Dream that only moved its cursor
+RESTORE_PREFIX = "dream-restore:"
+
+_IDENTITY = (
+    "-c",
+    "user.name=Lore",
+    "-c",
+    "user.email=lore@localhost",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.quotepath=false",
+)
+_SHA = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_SEP = "\x1f"
+
+
+class GitError(LoreError):
+    """A git operation on the workspace failed, or versioning is unavailable."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    date: str  # ISO 8601
+    message: str
+
+
+class WorkspaceGit:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._ready: bool | None = None
+
+    # -- setup -------------------------------------------------------------------
+
+    def ensure(self) -> bool:
+        """True when the workspace is (now) its own repository; False when it cannot be."""
+        if self._ready is not None:
+            return self._ready
+        self._ready = self._prepare()
+        return self._ready
+
+    def _prepare(self) -> bool:
+        if shutil.which("git") is None:
+            log.info("git not found: Dream runs without versions")
+            return False
+        self.root.mkdir(parents=True, exist_ok=True)
+        top = self._run("rev-parse", "--show-toplevel", check=False)
+        if top.returncode == 0:
+            if Path(top.stdout.strip()).resolve() == self.root.resolve():
+                return True
+            log.info("workspace is inside %s: Dream runs without versions", top.stdout.strip())
+            return False
+        done = self._run("init", "--quiet", check=False)
+        if done.returncode != 0:
+            log.warning("git init failed: %s", done.stderr.strip())
+            return False
+        return True
+
+    def _require(self) -> None:
+        if not self.ensure():
+            raise GitError(
+                "the workspace has no version history (git is missing, or the workspace "
+                "is inside another repository)"
+            )
+
+    # -- writing -----------------------------------------------------------------
+
+    def commit(self, paths: list[str], message: str) -> str | None:
+        """Commit the changes to `paths` only; the new sha, or None if nothing changed."""
+        self._require()
+        present = [p for p in paths if (self.root / p).exists() or self._tracked(p)]
+        if not present:
+            return None
+        self._run("add", "--all", "--", *present)
+        staged = self._run("diff", "--cached", "--quiet", "--", *present, check=False)
+        if staged.returncode == 0:
+            return None
+        self._run("commit", "--quiet", "--no-verify", "-m", message, "--", *present)
+        return self.head()
+
+    def numstat(self, paths: list[str]) -> list[tuple[str, int, int]]:
+        """(path, added, removed) of uncommitted changes to `paths`, new files included."""
+        self._require()
+        existing = [p for p in paths if (self.root / p).exists()]
+        if existing:
+            self._run("add", "--intent-to-add", "--", *existing)
+        base = ["HEAD"] if self._has_head() else []
+        out = self._run("diff", "--numstat", *base, "--", *paths, check=False).stdout
+        stats = []
+        for line in out.splitlines():
+            added, removed, name = line.split("\t", 2)
+            stats.append((name, _count(added), _count(removed)))
+        return stats
+
+    def revert(self, sha: str, *, keep: list[str], message: str) -> str:
+        """Undo commit `sha` as a new commit, leaving the paths in `keep` as they are."""
+        self._require()
+        full = self.resolve(sha)
+        done = self._run("revert", "--no-commit", full, check=False)
+        if done.returncode != 0:
+            self._run("revert", "--abort", check=False)
+            raise GitError(f"cannot revert {sha[:12]}: later changes touch the same lines")
+        for path in keep:
+            # As it is now, whatever the reverted commit did to it (fails if HEAD lacks it).
+            self._run("checkout", "HEAD", "--", path, check=False)
+        staged = self._run("diff", "--cached", "--quiet", check=False)
+        if staged.returncode == 0:
+            raise GitError(f"commit {sha[:12]} has nothing left to revert")
+        self._run("commit", "--quiet", "--no-verify", "-m", message)
+        return self.head()
+
+    # -- reading -----------------------------------------------------------------
+
+    def head(self) -> str:
+        return self._run("rev-parse", "HEAD").stdout.strip()
+
+    def resolve(self, sha: str) -> str:
+        """The full sha of a commit named by (a prefix of) its sha."""
+        self._require()
+        if not _SHA.match(sha):
+            raise GitError(f"{sha!r} is not a commit id")
+        done = self._run("rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", check=False)
+        if done.returncode != 0:
+            raise GitError(f"no version {sha} in the workspace history")
+        return done.stdout.strip()
+
+    def log(self, *, limit: int = 10, grep: str | None = None, rev: str = "HEAD") -> list[Commit]:
+        """Commits reachable from `rev`, newest first; `grep` filters their messages."""
+        self._require()
+        if not self._has_head():
+            return []
+        args = ["log", f"-n{limit}", f"--format=%H{_SEP}%aI{_SEP}%s"]
+        if grep:
+            args += ["-E", f"--grep={grep}"]
+        args.append(rev)
+        out = self._run(*args).stdout
+        commits = []
+        for line in out.splitlines():
+            sha, date, message = line.split(_SEP, 2)
+            commits.append(Commit(sha, date, message))
+        return commits
+
+    def show(self, sha: str, paths: list[str] | None = None) -> str:
+        """The message, stat and diff of one commit (limited to `paths`)."""
+        full = self.resolve(sha)
+        args = ["show", "--stat", "--patch", "--format=commit %H%nDate: %aI%n%n    %s%n", full]
+        if paths:
+            args += ["--", *paths]
+        return self._run(*args).stdout
+
+    def _tracked(self, path: str) -> bool:
+        return self._run("ls-files", "--error-unmatch", "--", path, check=False).returncode == 0
+
+    def _has_head(self) -> bool:
+        return self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["git", *_IDENTITY, *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=60,
+        )
+        if check and done.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
+        return done
+
+
+# -- /dream-log, /dream-restore and `lore dream --log/--restore` ---------------------
+
+
+def dream_log(lore: Lore, sha: str | None = None) -> str:
+    """The diff of Dream commit `sha`, or of the latest one."""
+    git = WorkspaceGit(lore.workspace.root)
+    git.ensure()
+    if sha is None:
+        latest = git.log(limit=1, grep=f"^{COMMIT_PREFIX}")
+        if not latest:
+            return "Dream has not changed any file yet."
+        sha = latest[0].sha
+    return git.show(sha, [*CURATED, CURSOR_PATH]).rstrip()
+
+
+def dream_versions(lore: Lore, *, limit: int = 10) -> str:
+    """Recent Dream versions (and restores), newest first, for /dream-restore."""
+    git = WorkspaceGit(lore.workspace.root)
+    git.ensure()
+    commits = git.log(limit=limit, grep=f"^({COMMIT_PREFIX}|{RESTORE_PREFIX})")
+    if not commits:
+        return "No Dream versions yet."
+    lines = ["Dream versions, newest first (/dream-restore SHA undoes one):"]
+    for commit in commits:
+        when = commit.date[:16].replace("T", " ")
+        lines.append(f"  {commit.sha[:8]}  {when}  {commit.message}")
+    return "\n".join(lines)
+
+
+def dream_restore(lore: Lore, sha: str) -> str:
+    """Undo the changes of commit `sha` as a new commit; the Dream cursor stays put."""
+    git = WorkspaceGit(lore.workspace.root)
+    git.ensure()
+    with try_lock(lore.workspace.memory_dir / ".dream.lock") as free:
+        if not free:
+            raise GitError("Dream is running; restore when it is done")
+        full = git.resolve(sha)
+        git.commit([*CURATED, CURSOR_PATH], "workspace: changes made outside Dream")
+        original = git.log(limit=1, rev=full)[0].message
+        message = f"{RESTORE_PREFIX} revert {full[:8]} ({original})"
+        new = git.revert(full, keep=[CURSOR_PATH], message=message)
+    return f"Undid {full[:8]}; the files are restored as version {new[:8]}."
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else 0  # "-" for binary files

@@ -1,0 +1,162 @@
+"""A closed session's summary (slug, summary, key messages), linked both ways; or a digest."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from lore.agent.conversation import Conversation
+from lore.app import Lore
+from lore.config import SessionMemoryConfig
+from lore.errors import ProviderServerError
+from lore.llm.scripted import ScriptedProvider
+from lore.memory.history import History
+from lore.memory.session_summary import SUMMARY_PROMPT, write_session_summary
+from lore.sessions.closing import close_session, session_archive
+
+KEY = "cli:default"
+
+
+def _summary(slug: str = "hualien-trip", summary: str = "John plans a trip to Hualien.") -> str:
+    return json.dumps(
+        {"slug": slug, "summary": summary, "key_messages": ["I go to Hualien on Friday"]},
+        ensure_ascii=False,
+    )
+
+
+async def _chat(lore: Lore, model: ScriptedProvider, *said: str) -> Conversation:
+    conversation = lore.conversation(KEY, emit=lambda e: None)
+    for text in said:
+        model.reply(f"ok: {text}")
+        await conversation.turn(text)
+    return conversation
+
+
+async def _close(lore: Lore, conversation: Conversation) -> None:
+    await conversation.command("/new")
+    await lore.background.drain()
+
+
+async def test_the_summary_links_to_transcript_and_index_and_they_link_back(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
+    model.reply(_summary())
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.memory_path == "workspace/memory/2026-11-30-1700-hualien-trip.md"
+    assert entry.slug == "hualien-trip" and entry.summary == "written"
+    text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
+    assert text.splitlines()[:7] == [
+        "# hualien-trip",
+        "",
+        f"- Session ID: {entry.session_id}",
+        f"- Session Key: {KEY}",
+        f"- Ended At: {entry.ended_at}",
+        f"- Transcript: {entry.transcript_path}",
+        "- Session Index: sessions/_sessions.jsonl",
+    ]
+    assert "## Summary\n\nJohn plans a trip to Hualien.\n" in text
+    assert "## Key messages\n\n- I go to Hualien on Friday\n" in text
+    meta = json.loads((lore.config.home / entry.transcript_path).read_text().splitlines()[0])
+    assert meta["memory_path"] == entry.memory_path
+    request = model.requests[-1]
+    assert request.system == SUMMARY_PROMPT and request.json_mode
+    assert "Book the train" in request.messages[0]["content"]
+
+
+async def test_the_summary_reaches_history_for_dream(lore: Lore, model: ScriptedProvider) -> None:
+    conversation = await _chat(lore, model, "one", "two")
+    model.reply(_summary())
+    await _close(lore, conversation)
+    (entry,) = History(lore.workspace.memory_dir).entries()
+    assert entry.session_key == KEY
+    assert "hualien-trip" in entry.content and "John plans a trip" in entry.content
+
+
+async def test_a_chinese_conversation_gets_an_ascii_file_name(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "我下周五去花莲", "帮我记得订火车票")
+    model.reply(_summary("hualien-trip", "小明下周五去花莲，需要订火车票。"))
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.memory_path is not None and entry.memory_path.isascii()
+    text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
+    assert "小明下周五去花莲，需要订火车票。" in text
+
+
+async def test_an_unsafe_or_non_ascii_slug_is_made_safe(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "Поездка", "в Казань")
+    model.reply(_summary("Поездка в Казань", "Поездка в Казань."))
+    await _close(lore, conversation)
+    conversation = await _chat(lore, model, "x", "y")
+    model.reply(_summary("../../etc/passwd", "Nothing."))
+    await _close(lore, conversation)
+    paths = sorted(e.memory_path or "" for e in session_archive(lore).entries())
+    assert paths == [
+        "workspace/memory/2026-11-30-1700-etc-passwd.md",
+        "workspace/memory/2026-11-30-1700-session.md",
+    ]
+
+
+async def test_a_failing_model_yields_the_raw_digest(lore: Lore, model: ScriptedProvider) -> None:
+    conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
+    model.fail(ProviderServerError("down", status=503))
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.memory_path == "workspace/memory/2026-11-30-1700-session-raw.md"
+    assert entry.summary == "raw"
+    text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
+    assert f"- Session ID: {entry.session_id}" in text
+    assert f"- Transcript: {entry.transcript_path}" in text
+    assert "I go to Hualien on Friday" in text and "ok: Book the train" in text
+    (history,) = History(lore.workspace.memory_dir).entries()
+    assert history.content.startswith("[RAW]")
+
+
+async def test_an_unusable_answer_yields_the_raw_digest(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "one", "two")
+    model.reply("Sure! Here is a summary: we talked.")
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.summary == "raw" and entry.memory_path is not None
+    assert entry.memory_path.endswith("-session-raw.md")
+
+
+async def test_a_trivial_session_gets_no_summary(lore: Lore, model: ScriptedProvider) -> None:
+    conversation = await _chat(lore, model, "hi")
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.summary == "skipped" and entry.memory_path is None
+    assert len(model.requests) == 1  # only the chat turn
+    assert History(lore.workspace.memory_dir).entries() == []
+
+
+async def test_summaries_can_be_turned_off(lore: Lore, model: ScriptedProvider) -> None:
+    lore.config = replace(lore.config, session_memory=SessionMemoryConfig(enabled=False))
+    conversation = await _chat(lore, model, "one", "two")
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.summary == "skipped"
+
+
+async def test_two_sessions_closed_in_one_minute_never_overwrite(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    for key in ("cli:default", "cli:work"):
+        session = lore.session(key)
+        session.append([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+        entry = close_session(lore, key)
+        assert entry is not None
+        model.reply(_summary())
+        await write_session_summary(lore, entry)
+    paths = sorted(e.memory_path or "" for e in session_archive(lore).entries())
+    assert paths == [
+        "workspace/memory/2026-11-30-1700-hualien-trip-2.md",
+        "workspace/memory/2026-11-30-1700-hualien-trip.md",
+    ]

@@ -1,0 +1,133 @@
+"""`lore sessions list|show` and `lore dream` from the shell."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lore.app import Lore
+from lore.cli import main
+from lore.llm.base import Message
+from lore.llm.scripted import ScriptedProvider
+from lore.memory.dream import run_dream
+from lore.memory.history import History
+from lore.sessions.archive import ArchivedSession
+from lore.sessions.closing import close_session
+
+KEY = "cli:default"
+TURN: list[Message] = [
+    {"role": "user", "content": "花莲天气？", "author": "john"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "name": "weather", "arguments": '{"city": "Hualien"}'}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "name": "weather", "content": "sunny"},
+    {"role": "assistant", "content": "晴天。"},
+]
+
+
+def _archive(lore: Lore, key: str = KEY) -> ArchivedSession:
+    lore.session(key).append(TURN)
+    entry = close_session(lore, key)
+    assert entry is not None
+    return entry
+
+
+def test_sessions_list_shows_closed_sessions(
+    lore: Lore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = _archive(lore)
+    theirs = _archive(lore, "line:group:C1")
+    assert main(["sessions", "list"]) == 0
+    out = capsys.readouterr().out
+    assert mine.session_id in out and theirs.session_id in out
+    assert mine.transcript_path in out and "4 messages" in out
+    assert main(["sessions", "list", "--session", "line:group:C1"]) == 0
+    out = capsys.readouterr().out
+    assert theirs.session_id in out and mine.session_id not in out
+
+
+def test_sessions_list_json(lore: Lore, capsys: pytest.CaptureFixture[str]) -> None:
+    entry = _archive(lore)
+    assert main(["sessions", "list", "--json"]) == 0
+    (data,) = json.loads(capsys.readouterr().out)
+    assert data["session_id"] == entry.session_id
+    assert data["transcript_path"] == entry.transcript_path
+    assert data["memory_path"] is None
+
+
+def test_sessions_list_when_there_are_none(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sessions", "list"]) == 0
+    assert capsys.readouterr().out == "No closed sessions yet.\n"
+
+
+def test_sessions_show_prints_the_exact_messages(
+    lore: Lore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = _archive(lore)
+    assert main(["sessions", "show", entry.session_id[:8]]) == 0
+    out = capsys.readouterr().out
+    assert f"Session {entry.session_id}" in out
+    assert "[0] user (john)" in out and "花莲天气？" in out
+    assert '→ weather({"city": "Hualien"})' in out
+    assert "[2] tool" in out and "weather: sunny" in out
+    assert main(["sessions", "show", entry.session_id, "--offset", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "晴天。" in out and "花莲天气？" not in out
+
+
+def test_sessions_show_json(lore: Lore, capsys: pytest.CaptureFixture[str]) -> None:
+    entry = _archive(lore)
+    assert main(["sessions", "show", entry.session_id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["session"]["session_id"] == entry.session_id
+    assert data["messages"] == TURN
+
+
+def test_sessions_show_an_unknown_id_is_one_clear_line(
+    lore: Lore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _archive(lore)
+    assert main(["sessions", "show", "ffffffff"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lore: no closed session 'ffffffff'") and err.count("\n") == 1
+
+
+def test_lore_dream_with_nothing_new(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dream"]) == 0
+    assert capsys.readouterr().out == "Nothing new for Dream since the last run.\n"
+
+
+def test_lore_dream_log_and_restore(
+    lore: Lore, model: ScriptedProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dream", "--log"]) == 0
+    assert capsys.readouterr().out == "Dream has not changed any file yet.\n"
+    sha = _dream_once(lore, model)
+    assert main(["dream", "--log"]) == 0
+    assert "+- John lives in Hualien." in capsys.readouterr().out
+    assert main(["dream", "--restore"]) == 0
+    assert sha[:8] in capsys.readouterr().out
+    assert main(["dream", "--restore", sha[:8]]) == 0
+    assert capsys.readouterr().out.startswith(f"Undid {sha[:8]}")
+    assert "John lives in Hualien" not in (lore.workspace.root / "MEMORY.md").read_text()
+
+
+def _dream_once(lore: Lore, model: ScriptedProvider) -> str:
+    import asyncio
+
+    History(lore.workspace.memory_dir).append(KEY, "John lives in Hualien.", now=lore.clock.now())
+    content = "# Memory\n\n- John lives in Hualien.\n"
+    model.tool_call("write_file", {"path": "MEMORY.md", "content": content}).reply("done")
+    result = asyncio.run(run_dream(lore))
+    assert result.sha is not None
+    return result.sha
+
+
+def test_help_lists_sessions_and_dream(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "sessions" in out and "dream" in out
