@@ -13,6 +13,7 @@ from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config, ConsolidationConfig, MemoryFlushConfig
 from lore.errors import ProviderServerError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.consolidation import (
@@ -22,7 +23,7 @@ from lore.memory.consolidation import (
     maybe_consolidate,
 )
 from lore.memory.flush import FLUSH_PROMPT
-from lore.memory.history import History, try_lock
+from lore.memory.history import History
 from lore.sessions.closing import close_session
 from lore.sessions.keys import key_to_filename
 

@@ -12,10 +12,11 @@ from lore.agent.conversation import Conversation
 from lore.app import Lore
 from lore.config import DreamConfig
 from lore.errors import ProviderServerError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.dream import DREAM_PROMPT, dream_forever, run_dream
-from lore.memory.history import History, try_lock
+from lore.memory.history import History
 from lore.workspace import template
 
 KEY = "cli:default"

@@ -22,9 +22,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
+from lore.files import locked_file, try_lock
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.flush import flush_before_compaction
-from lore.memory.history import History, HistoryEntry, locked_file, try_lock
+from lore.memory.history import History, HistoryEntry
 from lore.sessions.keys import key_to_filename
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import LoreError, ToolError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.history import History, HistoryEntry, try_lock
+from lore.memory.history import History, HistoryEntry
 from lore.memory.workspace_git import (
     COMMIT_PREFIX,
     CURATED,

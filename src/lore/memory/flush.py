@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
+from lore.files import locked_file
 from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.history import locked_file
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -13,12 +13,13 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["History", "HistoryEntry", "cut_torn_tail", "locked_file", "try_lock"]
+from lore.files import cut_torn_tail, locked_file
+
+__all__ = ["History", "HistoryEntry"]
 
 log = logging.getLogger(__name__)
 
@@ -157,34 +158,6 @@ def _reverse_lines(path: Path) -> Iterator[bytes]:
             yield rest
 
 
-def cut_torn_tail(path: Path) -> int:
-    """Drop a final line left without its newline by a crash; return the new size."""
-    try:
-        f = path.open("r+b")
-    except FileNotFoundError:
-        return 0
-    with f:
-        size = f.seek(0, os.SEEK_END)
-        position = size
-        while position > 0:
-            step = min(_BLOCK, position)
-            position -= step
-            f.seek(position)
-            block = f.read(step)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                new_size = position + cut + 1
-                break
-        else:
-            new_size = 0
-        if new_size != size:
-            log.warning("%s: removed a torn last line", path.name)
-            f.truncate(new_size)
-            f.flush()
-            os.fsync(f.fileno())
-        return new_size
-
-
 def _read_int(path: Path) -> int:
     try:
         return int(path.read_text(encoding="utf-8").strip() or 0)
@@ -199,62 +172,3 @@ def _write_int(path: Path, value: int) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-@contextmanager
-def locked_file(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (created if missing) across processes."""
-    with path.open("a+b") as handle:
-        _lock(handle.fileno())
-        try:
-            yield
-        finally:
-            _unlock(handle.fileno())
-
-
-@contextmanager
-def try_lock(path: Path) -> Iterator[bool]:
-    """Take an exclusive lock on `path` if it is free: yields False (and waits for
-    nothing) when another holder has it, in this process or another."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+b") as handle:
-        if not _try_lock(handle.fileno()):
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            _unlock(handle.fileno())
-
-
-try:
-    import fcntl
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-except ImportError:  # pragma: no cover - Windows
-    import msvcrt
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-        except OSError:
-            return False
-        return True
-
-    def _lock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
-
-    def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]

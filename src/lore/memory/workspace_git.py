@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
-from lore.memory.history import try_lock
+from lore.files import try_lock
 
 if TYPE_CHECKING:
     from lore.app import Lore

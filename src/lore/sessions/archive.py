@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import SessionError
+from lore.files import cut_torn_tail, fsync_dir, locked_file
 from lore.llm.base import Message
-from lore.memory.history import cut_torn_tail, locked_file
 from lore.sessions.live import SessionMeta
 
 __all__ = ["ArchivedSession", "SessionArchive", "slugify"]
@@ -146,7 +146,7 @@ class SessionArchive:
         if fault is not None:
             fault("archive_tmp_written")
         os.replace(tmp, path)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         return entry
 
     def append_index(self, entry: ArchivedSession) -> None:
@@ -172,7 +172,7 @@ class SessionArchive:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         self._append_index_line(
             {
                 "_type": "link",
@@ -301,16 +301,3 @@ class SessionArchive:
 
 def _dumps(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

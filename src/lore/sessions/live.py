@@ -12,14 +12,14 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lore.errors import SessionError
+from lore.files import atomic_write, locked_file
 from lore.llm.base import Message
 from lore.sessions.keys import key_to_filename
 
@@ -201,13 +201,7 @@ class LiveSession:
         self._replace(self.meta.to_line())
 
     def _replace(self, content: bytes) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("wb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)
+        atomic_write(self.path, content)
 
     @staticmethod
     def _ends_with_newline(f: Any, size: int) -> bool:
@@ -216,43 +210,5 @@ class LiveSession:
         f.seek(0, os.SEEK_END)
         return last == b"\n"
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock_path.open("a+b") as handle:
-            _lock(handle.fileno())
-            try:
-                yield
-            finally:
-                _unlock(handle.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-try:
-    import fcntl
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-except ImportError:  # pragma: no cover - Windows
-    import msvcrt
-
-    def _lock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
-
-    def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+    def _locked(self) -> AbstractContextManager[None]:
+        return locked_file(self._lock_path)

@@ -98,6 +98,16 @@ def required_str(args: dict[str, Any], name: str) -> str:
     return value.strip()
 
 
+def optional_str(args: dict[str, Any], name: str) -> str | None:
+    """A string argument, or None when absent or blank."""
+    value = args.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"'{name}' must be a string")
+    return value.strip()
+
+
 def optional_int(args: dict[str, Any], name: str, default: int) -> int:
     value = args.get(name, default)
     if isinstance(value, bool):

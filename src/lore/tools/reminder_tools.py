@@ -10,7 +10,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import ConfigError, ToolError
-from lore.tools.base import Tool, ToolContext, required_str
+from lore.tools.base import Tool, ToolContext, optional_str, required_str
 
 if TYPE_CHECKING:
     from lore.app import Lore
@@ -68,7 +68,7 @@ class SetReminder:
         from lore.reminders.when import format_local
 
         text = required_str(args, "text")
-        when, recurrence = _optional_str(args, "when"), _optional_str(args, "recurrence")
+        when, recurrence = optional_str(args, "when"), optional_str(args, "recurrence")
         reminder = create_reminder(
             self._lore.reminders,
             scope=ctx.scope,
@@ -132,13 +132,6 @@ class CancelReminder:
         return f"Cancelled reminder #{reminder.id}: {reminder.text}"
 
 
-def _optional_str(args: dict[str, Any], name: str) -> str | None:
-    value = args.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"'{name}' must be a string")
-    return value.strip()
 
 
 def _zone(ctx: ToolContext, lore: Lore) -> tzinfo:

@@ -17,7 +17,7 @@ from lore.errors import ToolError
 from lore.llm.base import Message
 from lore.sessions.archive import ArchivedSession
 from lore.sessions.closing import session_archive
-from lore.tools.base import Tool, ToolContext, optional_int
+from lore.tools.base import Tool, ToolContext, optional_int, optional_str
 
 if TYPE_CHECKING:
     from lore.app import Lore
@@ -100,20 +100,20 @@ class SessionListTool:
         self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        key = _optional_str(args, "key")
+        key = optional_str(args, "key")
         if key is not None and key != ctx.scope:
             raise ToolError(
                 "sessions of another conversation are not visible here; "
                 f"this conversation is {ctx.scope}"
             )
         limit = max(1, min(optional_int(args, "limit", DEFAULT_PAGE), MAX_PAGE))
-        session_id = _optional_str(args, "session_id")
+        session_id = optional_str(args, "session_id")
         if session_id is not None:
             found = [find_archived(self._lore, ctx.scope, session_id)]
         else:
             found = archived_sessions(self._lore, ctx.scope)
         for field in ("slug", "memory_path", "transcript_path"):
-            wanted = _optional_str(args, field)
+            wanted = optional_str(args, field)
             if wanted is not None:
                 found = [e for e in found if wanted.lower() in (getattr(e, field) or "").lower()]
         live = self._lore.session(ctx.scope)
@@ -150,7 +150,7 @@ class SessionHistoryTool:
         self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        key = _optional_str(args, "session_key")
+        key = optional_str(args, "session_key")
         if key is not None and key != ctx.scope:
             raise ToolError(
                 "the history of another conversation is not visible here; "
@@ -158,7 +158,7 @@ class SessionHistoryTool:
             )
         offset = optional_int(args, "offset", 0)
         limit = max(1, min(optional_int(args, "limit", DEFAULT_PAGE), MAX_PAGE))
-        session_id = _optional_str(args, "session_id")
+        session_id = optional_str(args, "session_id")
         live = self._lore.session(ctx.scope)
         if session_id is None or _names(live.meta.session_id, session_id):
             title = f"Live session {live.meta.session_id} of {ctx.scope}"
@@ -272,12 +272,3 @@ def _local(timestamp: str, zone: tzinfo) -> str:
     if moment.tzinfo is None:
         return f"{moment:%Y-%m-%d %H:%M}"
     return f"{moment.astimezone(zone):%Y-%m-%d %H:%M}"
-
-
-def _optional_str(args: dict[str, Any], name: str) -> str | None:
-    value = args.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"'{name}' must be a string")
-    return value.strip()

@@ -1,0 +1,131 @@
+"""Durable files: locks across processes, fsynced atomic writes, torn-line repair.
+
+Everything Lore keeps outside SQLite (sessions, the archive index, history) is written
+through these, so a crash at any instant leaves whole lines and whole files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["atomic_write", "cut_torn_tail", "fsync_dir", "locked_file", "try_lock"]
+
+log = logging.getLogger(__name__)
+
+_BLOCK = 64 * 1024
+
+
+def atomic_write(path: Path, content: bytes) -> None:
+    """Replace `path` with `content`: written to a temporary file, fsynced, renamed."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` survive a power cut."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Drop a final line left without its newline by a crash; return the new size."""
+    try:
+        f = path.open("r+b")
+    except FileNotFoundError:
+        return 0
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        position = size
+        while position > 0:
+            step = min(_BLOCK, position)
+            position -= step
+            f.seek(position)
+            block = f.read(step)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                new_size = position + cut + 1
+                break
+        else:
+            new_size = 0
+        if new_size != size:
+            log.warning("%s: removed a torn last line", path.name)
+            f.truncate(new_size)
+            f.flush()
+            os.fsync(f.fileno())
+        return new_size
+
+
+@contextmanager
+def locked_file(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing) across processes."""
+    with path.open("a+b") as handle:
+        _lock(handle.fileno())
+        try:
+            yield
+        finally:
+            _unlock(handle.fileno())
+
+
+@contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """Take an exclusive lock on `path` if it is free: yields False (and waits for
+    nothing) when another holder has it, in this process or another."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+b") as handle:
+        if not _try_lock(handle.fileno()):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            _unlock(handle.fileno())
+
+
+try:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+except ImportError:  # pragma: no cover - Windows
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
