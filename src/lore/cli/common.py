@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,12 +30,17 @@ def add_session(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_runtime(args: argparse.Namespace, **flags: Any) -> Lore:
+def load_runtime(
+    args: argparse.Namespace, *, console_log_level: int = logging.ERROR, **flags: Any
+) -> Lore:
     from lore.app import Lore
     from lore.config import load_config
+    from lore.logs import configure_logging
 
     values = {"home": getattr(args, "home", None), "model": getattr(args, "model", None), **flags}
-    return Lore(load_config(flags=values))
+    config = load_config(flags=values)
+    configure_logging(config.home, console_level=console_log_level)
+    return Lore(config)
 
 
 def print_json(data: Any) -> None:

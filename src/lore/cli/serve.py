@@ -6,6 +6,7 @@ Later issues add the HTTP API, the web page and the chat channels to this comman
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, load_runtime
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import sys
 
-    lore = load_runtime(args)
+    lore = load_runtime(args, console_log_level=logging.INFO)
     try:
         asyncio.run(serve(lore, once=args.once))
     except KeyboardInterrupt:

@@ -1,0 +1,47 @@
+"""Where log lines go: `$LORE_HOME/lore.log` always; the terminal only what needs a person.
+
+A chat shows only errors (a warning from background work must not break the prompt);
+`lore serve` shows its activity on stderr, as a service should.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+from pathlib import Path
+
+__all__ = ["configure_logging"]
+
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+_installed: list[logging.Handler] = []
+
+
+def configure_logging(home: Path, *, console_level: int = logging.ERROR) -> None:
+    """Install Lore's two handlers on the root logger, replacing any installed before."""
+    root = logging.getLogger()
+    for handler in _installed:
+        root.removeHandler(handler)
+        handler.close()
+    _installed.clear()
+    root.setLevel(logging.INFO)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        to_file = logging.handlers.RotatingFileHandler(
+            home / "lore.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8"
+        )
+    except OSError:
+        to_file = None
+    if to_file is not None:
+        to_file.setFormatter(logging.Formatter(_FORMAT))
+        _installed.append(to_file)
+    console = logging.StreamHandler()
+    console.setLevel(console_level)
+    console.setFormatter(logging.Formatter("lore: %(message)s"))
+    _installed.append(console)
+    for handler in _installed:
+        root.addHandler(handler)
+    # Third-party chatter stays in the file.
+    for noisy in ("httpx", "httpcore", "jieba"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
