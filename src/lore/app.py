@@ -60,7 +60,7 @@ class Lore:
         # Extra system-prompt sections, placed after MEMORY.md, before runtime context.
         self.context_sections: list[ContextSection] = []
         for name in LAYER_MODULES:
-            _optional_module(name, "install", self)
+            _contributions(name, "install", self)
 
     # -- lazily opened parts ------------------------------------------------------
 
@@ -131,7 +131,7 @@ class Lore:
 
         registry = ToolRegistry()
         for name in TOOL_MODULES:
-            for tool in _optional_module(name, "make_tools", self):
+            for tool in _contributions(name, "make_tools", self):
                 registry.add(tool)
         return registry
 
@@ -141,7 +141,7 @@ class Lore:
 
         registry = CommandRegistry()
         for name in COMMAND_MODULES:
-            for command in _optional_module(name, "make_commands"):
+            for command in _contributions(name, "make_commands"):
                 registry.add(command)
         return registry
 
@@ -171,13 +171,7 @@ class Lore:
             self.db.close()
 
 
-def _optional_module(module: str, factory: str, *args: Any) -> list[Any]:
-    """Call `factory` in `module`; a module not yet part of this build contributes nothing."""
-    try:
-        loaded = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return []
-        raise
-    result: list[Any] = getattr(loaded, factory)(*args)
-    return result
+def _contributions(module: str, factory: str, *args: Any) -> list[Any]:
+    """What `module.factory(*args)` contributes: tools, commands, or nothing (install)."""
+    result: list[Any] | None = getattr(importlib.import_module(module), factory)(*args)
+    return result or []

@@ -59,10 +59,8 @@ class ContextBuilder:
         return "\n\n---\n\n".join(parts)
 
     def _memory_sections(self, ctx: ToolContext, *, tools_enabled: bool) -> list[str]:
-        try:
-            from lore.memory.block import MEMORY_GUIDE, render_memory_block
-        except ModuleNotFoundError:  # the memory layer is not part of this build yet
-            return []
+        from lore.memory.block import MEMORY_GUIDE, render_memory_block
+
         block = render_memory_block(
             self.lore.memory,
             ctx.scope,

@@ -27,13 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"lore.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"lore.cli.{name}":
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"lore.cli.{name}").register(subparsers)
     return parser
 
 
