@@ -60,8 +60,11 @@ def test_search_finds_by_keyword_and_prints_json(capsys: pytest.CaptureFixture[s
     run(capsys, "add", "我每天早上喝美式咖啡", "--keyword", "提神")
     run(capsys, "add", "John lives in Hualien")
     code, out, _ = run(capsys, "search", "提神", "--json")
-    assert code == 0 and [r["content"] for r in json.loads(out)] == ["我每天早上喝美式咖啡"]
-    assert run(capsys, "search", "茶")[1] == "Nothing found for '茶' in cli:default.\n"
+    first = json.loads(out)[0]
+    assert code == 0 and first["text"] == "我每天早上喝美式咖啡"
+    assert first["source"] == {"kind": "memory", "memory_id": 1} and "text" in first["matched"]
+    empty = run(capsys, "search", "茶", "--session", "cli:empty")[1]
+    assert empty == "Nothing found for '茶' in cli:empty.\n"
 
 
 def test_forget_erases_from_list_and_search(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,14 +33,19 @@ __all__ = ["Lore"]
 
 # Modules that contribute the model's tools (`make_tools(lore)`) and slash commands
 # (`make_commands()`), in the order they appear to the model and in /help.
-TOOL_MODULES = ("lore.tools.memory_tools", "lore.tools.reminder_tools", "lore.tools.session_tools")
+TOOL_MODULES = (
+    "lore.tools.memory_tools",
+    "lore.tools.reminder_tools",
+    "lore.tools.session_tools",
+    "lore.tools.search_tools",
+)
 COMMAND_MODULES = (
     "lore.agent.builtin_commands",
     "lore.memory.commands",
     "lore.agent.lifecycle_commands",
 )
 # Modules whose `install(lore)` registers after-turn work and context sections.
-LAYER_MODULES: tuple[str, ...] = ("lore.memory.extraction", "lore.memory.lifecycle")
+LAYER_MODULES = ("lore.memory.extraction", "lore.memory.lifecycle", "lore.search")
 
 
 class Lore:

@@ -15,7 +15,17 @@ from lore import __version__
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS = ("chat", "memory", "remind", "sessions", "dream", "serve", "config_cmd")
+SUBCOMMANDS = (
+    "chat",
+    "memory",
+    "remind",
+    "sessions",
+    "dream",
+    "index",
+    "serve",
+    "bench",
+    "config_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

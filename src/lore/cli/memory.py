@@ -55,7 +55,12 @@ def register(subparsers: Any) -> None:
     _shared(forget, json_flag=False)
     forget.set_defaults(func=_forget)
 
-    search = actions.add_parser("search", help="full-text search (any language) in one scope")
+    search = actions.add_parser(
+        "search",
+        help="search memories, notes and archived sessions of one scope (any language)",
+        description="Hybrid search (words and meaning) over this conversation's memories, "
+        "notes and archived sessions: the same search as the model's memory_search tool.",
+    )
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--limit", type=int, default=10, help="at most this many (default 10)")
     _shared(search, json_flag=True)
@@ -138,15 +143,18 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from lore.search import format_hits, searcher
+
     with _runtime(args) as lore:
-        hits = lore.memory.search(args.session, args.query, now=lore.clock.now(), limit=args.limit)
+        # The same hybrid search as the model's memory_search: memories, notes and
+        # archived sessions of this conversation, by words and by meaning.
+        hits = searcher(lore).search(args.query, args.session, limit=args.limit, embed_first=256)
         if args.json:
-            print_json([m.to_record() for m in hits])
+            print_json([hit.to_dict(args.query) for hit in hits])
         elif not hits:
             print(f"Nothing found for {args.query!r} in {args.session}.")
         else:
-            for memory in hits:
-                print(_line(memory, lore))
+            print(format_hits(hits, args.query, lore.zone))
     return 0
 
 

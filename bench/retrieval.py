@@ -1,0 +1,398 @@
+"""LoCoMo evidence retrieval: Lore's memory_search against plain FTS5 BM25, in one run.
+
+    python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--json]
+    lore bench retrieval FILE
+
+Takes any file in LoCoMo's format (a JSON list of conversations with `conversation` and
+`qa`). Each conversation goes into a fresh Lore home through Lore's own code: every
+session is archived by `SessionArchive` with its date, one scope per conversation, then
+indexed and embedded by `lore.search`. Every question of categories 1-4 that has evidence
+is asked through the memory_search tool (`MemorySearchTool.search`); a result counts when
+it is a turn of that conversation. The baseline is what the data's README describes:
+each turn "speaker: text" in an FTS5 table (unicode61), the question lowercased, stop
+words removed, terms OR-ed, ranked by bm25. Generated side data (observation,
+session_summary, event_summary) is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10)
+DEFAULT_FILE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo"
+
+# NLTK's English stop words: the baseline's "stop words removed".
+STOP_WORDS = frozenset(
+    "i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself "
+    "yourselves he him his himself she she's her hers herself it it's its itself they them "
+    "their theirs themselves what which who whom this that that'll these those am is are was "
+    "were be been being have has had having do does did doing a an the and but if or because "
+    "as until while of at by for with about against between into through during before after "
+    "above below to from up down in out on off over under again further then once here there "
+    "when where why how all any both each few more most other some such no nor not only own "
+    "same so than too very s t can will just don don't should should've now d ll m o re ve y "
+    "ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven "
+    "haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn "
+    "shouldn't wasn wasn't weren weren't won won't wouldn wouldn't".split()
+)
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+
+
+@dataclass
+class Session:
+    number: int
+    date: datetime
+    turns: list[Turn]
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    sessions: list[Session]
+    questions: list[Question]
+
+    @property
+    def turn_ids(self) -> set[str]:
+        return {t.dia_id for s in self.sessions for t in s.turns}
+
+
+@dataclass
+class Ranking:
+    """One question's answer from one system: dia_ids best first, and the time it took."""
+
+    question: Question
+    ranked: list[str]
+    seconds: float
+
+
+@dataclass
+class Report:
+    file: str
+    conversations: int
+    systems: dict[str, list[Ranking]] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+# -- reading the format -------------------------------------------------------------------
+
+
+def parse_date(text: str) -> datetime:
+    """LoCoMo's "1:56 pm on 8 May, 2023" (read as UTC)."""
+    cleaned = " ".join(text.replace(",", " ").split())
+    for pattern in ("%I:%M %p on %d %B %Y", "%I:%M %p on %B %d %Y", "%Y-%m-%d %H:%M"):
+        try:
+            return datetime.strptime(cleaned, pattern).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f"unrecognised session date {text!r}")
+
+
+def normalise_evidence(raw: Iterable[Any], known: set[str]) -> list[str]:
+    """Evidence ids cleaned ("D8:6; D9:17" -> two ids, "D:11:26" -> "D11:26"), unknown dropped."""
+    found: list[str] = []
+    for item in raw:
+        for session, turn in re.findall(r"D:?\s*(\d+)\s*:\s*(\d+)", str(item)):
+            dia_id = f"D{int(session)}:{int(turn)}"
+            if dia_id in known and dia_id not in found:
+                found.append(dia_id)
+    return found
+
+
+def load(path: Path) -> list[Conversation]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a JSON list of conversations")
+    conversations = []
+    for item in data:
+        conv = item["conversation"]
+        sessions = []
+        numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+        for number in numbers:
+            turns = [
+                Turn(str(t["dia_id"]), str(t["speaker"]), str(t.get("text", "")))
+                for t in conv[f"session_{number}"] or []
+            ]
+            date = parse_date(conv[f"session_{number}_date_time"])
+            sessions.append(Session(number, date, turns))
+        known = {t.dia_id for s in sessions for t in s.turns}
+        questions = []
+        for qa in item.get("qa", []):
+            category = int(qa.get("category", 0))
+            evidence = normalise_evidence(qa.get("evidence") or [], known)
+            if category in CATEGORIES and evidence:
+                questions.append(Question(str(qa["question"]), category, evidence))
+        conversations.append(Conversation(str(item["sample_id"]), sessions, questions))
+    return conversations
+
+
+# -- Lore ---------------------------------------------------------------------------------
+
+
+def run_lore(
+    conversations: Sequence[Conversation], home: Path, *, progress: bool = True
+) -> tuple[list[Ranking], dict[str, Any]]:
+    """Archive, index and embed every conversation in a Lore home; ask every question."""
+    import asyncio
+
+    from lore.app import Lore
+    from lore.clock import FixedClock
+    from lore.config import load_config
+    from lore.llm.scripted import ScriptedProvider
+    from lore.search import searcher
+    from lore.search.rebuild import Progress
+    from lore.sessions.archive import SessionArchive
+    from lore.sessions.live import SessionMeta
+    from lore.tools.base import ToolContext
+    from lore.tools.search_tools import MemorySearchTool
+
+    config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
+    lore = Lore(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
+    archive = SessionArchive(config.sessions_dir, config.home)
+    dia_of: dict[tuple[str, int], str] = {}
+    started = time.perf_counter()
+    for conv in conversations:
+        scope = f"locomo:{conv.sample_id}"
+        for session in conv.sessions:
+            session_id = hashlib.sha1(f"{conv.sample_id}/{session.number}".encode()).hexdigest()
+            stamp = session.date.isoformat()
+            messages = [
+                {"role": "user", "author": t.speaker, "content": t.text, "timestamp": stamp}
+                for t in session.turns
+            ]
+            for position, turn in enumerate(session.turns):
+                dia_of[(session_id, position)] = turn.dia_id
+            meta = SessionMeta(session_id, scope, stamp, stamp)
+            entry = archive.write_transcript(
+                meta,
+                messages,
+                ended_at=session.date + timedelta(minutes=30),
+                zone=UTC,
+                slug=f"session-{session.number}",
+                reason="new",
+            )
+            archive.append_index(entry)
+    search = searcher(lore)
+    search.refresh(files=True)
+    index = search.index
+    bar = Progress(index.pending_vectors(), "embedding", stream=None if progress else _Null())
+    index.embed_pending(batch=32, progress=bar.advance)
+    bar.close()
+    build_seconds = time.perf_counter() - started
+
+    tool = MemorySearchTool(lore)
+    rankings: list[Ranking] = []
+    total = sum(len(c.questions) for c in conversations)
+    bar = Progress(total, "lore     ", stream=None if progress else _Null())
+    for conv in conversations:
+        last = max(s.date for s in conv.sessions) + timedelta(days=1)
+        ctx = ToolContext(f"locomo:{conv.sample_id}", "bench", "bench", 0, last, "UTC")
+        for question in conv.questions:
+            began = time.perf_counter()
+            hits = tool.search(question.text, ctx, limit=max(KS))
+            seconds = time.perf_counter() - began
+            ranked = [
+                dia_of[(h.entry.source, h.entry.locator)]
+                for h in hits
+                if h.entry.kind == "message" and (h.entry.source, h.entry.locator) in dia_of
+            ]
+            rankings.append(Ranking(question, ranked, seconds))
+            bar.advance()
+    bar.close()
+    stats = index.stats()
+    asyncio.run(lore.aclose())
+    notes = {
+        "embedder": stats.embedder,
+        "entries": sum(stats.entries.values()),
+        "build_seconds": round(build_seconds, 1),
+    }
+    return rankings, notes
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+# -- the BM25 baseline --------------------------------------------------------------------
+
+
+def bm25_query(question: str) -> str | None:
+    terms = [w for w in re.findall(r"[^\W_]+", question.lower()) if w not in STOP_WORDS]
+    unique = list(dict.fromkeys(terms))
+    return " OR ".join(f'"{t}"' for t in unique) if unique else None
+
+
+def run_bm25(conversations: Sequence[Conversation]) -> list[Ranking]:
+    rankings: list[Ranking] = []
+    for conv in conversations:
+        db = sqlite3.connect(":memory:")
+        db.execute("CREATE VIRTUAL TABLE turns USING fts5 (dia_id UNINDEXED, body)")
+        db.executemany(
+            "INSERT INTO turns (dia_id, body) VALUES (?, ?)",
+            [(t.dia_id, f"{t.speaker}: {t.text}") for s in conv.sessions for t in s.turns],
+        )
+        for question in conv.questions:
+            began = time.perf_counter()
+            match = bm25_query(question.text)
+            rows = (
+                db.execute(
+                    "SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY rank LIMIT ?",
+                    (match, max(KS)),
+                ).fetchall()
+                if match
+                else []
+            )
+            rankings.append(Ranking(question, [r[0] for r in rows], time.perf_counter() - began))
+        db.close()
+    return rankings
+
+
+# -- the metric -----------------------------------------------------------------------------
+
+
+def scores(rankings: Sequence[Ranking]) -> dict[str, float]:
+    """recall@k, any@k, all@k averaged over questions; p50/p95 latency in ms."""
+    out: dict[str, float] = {"questions": float(len(rankings))}
+    if not rankings:
+        return out
+    for k in KS:
+        found = [len(set(r.ranked[:k]) & set(r.question.evidence)) for r in rankings]
+        wanted = [len(r.question.evidence) for r in rankings]
+        out[f"recall@{k}"] = statistics.fmean(f / w for f, w in zip(found, wanted, strict=True))
+        out[f"any@{k}"] = statistics.fmean(f > 0 for f in found)
+        out[f"all@{k}"] = statistics.fmean(f == w for f, w in zip(found, wanted, strict=True))
+    times = sorted(r.seconds * 1000 for r in rankings)
+    out["p50_ms"] = times[len(times) // 2]
+    out["p95_ms"] = times[min(len(times) - 1, int(len(times) * 0.95))]
+    return out
+
+
+def table(rankings: Sequence[Ranking]) -> dict[str, dict[str, float]]:
+    rows = {
+        f"{c} {name}": scores([r for r in rankings if r.question.category == c])
+        for c, name in CATEGORIES.items()
+    }
+    rows["overall"] = scores(rankings)
+    return rows
+
+
+def render(report: Report) -> str:
+    columns = [f"{m}@{k}" for m in ("recall", "any", "all") for k in KS]
+    lines = [
+        f"LoCoMo retrieval · {report.file} · {report.conversations} conversation(s)"
+        f" · categories 1-4",
+        "",
+    ]
+    header = f"{'':16}{'n':>6}" + "".join(f"{c:>10}" for c in columns)
+    tables = {name: table(r) for name, r in report.systems.items()}
+    for name, rows in tables.items():
+        lines += [name, header]
+        for label, row in rows.items():
+            cells = "".join(f"{row.get(c, 0.0):>10.3f}" for c in columns)
+            lines.append(f"  {label:<14}{int(row['questions']):>6}{cells}")
+        lines.append("")
+    lines.append(f"{'latency':16}{'p50 ms':>10}{'p95 ms':>10}")
+    for name, rows in tables.items():
+        overall = rows["overall"]
+        lines.append(
+            f"  {name:<14}{overall.get('p50_ms', 0):>10.2f}{overall.get('p95_ms', 0):>10.2f}"
+        )
+    if report.notes:
+        lines += ["", " · ".join(f"{k}: {v}" for k, v in report.notes.items())]
+    return "\n".join(lines)
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    return {
+        "file": report.file,
+        "conversations": report.conversations,
+        "systems": {name: table(r) for name, r in report.systems.items()},
+        "notes": report.notes,
+    }
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+def benchmark(
+    path: Path,
+    *,
+    limit_conversations: int | None = None,
+    home: Path | None = None,
+    progress: bool = True,
+) -> Report:
+    conversations = load(path)[:limit_conversations]
+    report = Report(path.name, len(conversations))
+    with tempfile.TemporaryDirectory(prefix="lore-locomo-") as scratch:
+        lore_rankings, notes = run_lore(conversations, home or Path(scratch), progress=progress)
+    report.systems["Lore hybrid"] = lore_rankings
+    report.systems["BM25 (FTS5)"] = run_bm25(conversations)
+    report.notes = notes
+    return report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, nargs="?", help="a LoCoMo-format JSON file")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--limit-conversations", type=int, metavar="N", help="only the first N conversations"
+    )
+    parser.add_argument("--home", type=Path, metavar="DIR", help="keep the Lore home here")
+
+
+def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
+    path = args.file or DEFAULT_FILE / "locomo-dev.json"
+    if not path.exists():
+        print(f"no LoCoMo file at {path}; skipping", file=sys.stderr)
+        return 0 if args.file is None else 1
+    report = benchmark(
+        path,
+        limit_conversations=args.limit_conversations,
+        home=args.home,
+        progress=not args.json,
+    )
+    out(json.dumps(as_json(report), indent=2) if args.json else render(report))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

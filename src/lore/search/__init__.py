@@ -1,0 +1,176 @@
+"""Search over everything Lore remembers: memories, notes and every archived message.
+
+`searcher(lore)` is the runtime's one `LoreSearch`: it keeps the index in step (memories
+through the m003 queue at every search, notes and the archive when their files change)
+and answers queries (`lore.search.hybrid`). `install(lore)` adds the after-turn work that
+indexes what the turn wrote and embeds it in the background. Importing this package is
+cheap; numpy and the model load on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lore.agent.conversation import CompletedTurn, Conversation
+    from lore.app import Lore
+    from lore.search.embed import Embedder
+    from lore.search.hybrid import Hit, Mode
+    from lore.search.store import SearchIndex
+
+__all__ = ["LoreSearch", "format_hits", "install", "searcher"]
+
+# Notes and the archive are re-checked at most this often (a few stats each time).
+_FILE_CHECK_SECONDS = 2.0
+# Entries embedded per background run (about 10-30 ms each), so that a run that must
+# finish before a one-shot command exits never takes long; the next run goes on.
+_EMBED_BATCH = 128
+
+
+class LoreSearch:
+    """The search index of one runtime, kept in step with memories, notes and the archive."""
+
+    def __init__(self, lore: Lore, *, embedder: Embedder | None = None) -> None:
+        self._lore = lore
+        self._embedder = embedder
+        self._index: SearchIndex | None = None
+        self._lock = threading.Lock()
+        self._files_checked = -float("inf")
+        self._archive_seen: tuple[int, int] | None = None
+        self._embedding: asyncio.Task[None] | None = None
+
+    @property
+    def index(self) -> SearchIndex:
+        if self._index is None:
+            from lore.search.store import SearchIndex
+
+            self._index = SearchIndex(self._lore.db, self._embedder)
+        return self._index
+
+    def scopes_for(self, scope: str) -> list[str]:
+        """What a conversation may search: its own scope, plus the owner's notes if it is
+        one of the owner's."""
+        from lore.search.sources import NOTES_SCOPE
+
+        return [scope, NOTES_SCOPE] if self._lore.config.is_owner_scope(scope) else [scope]
+
+    def refresh(self, *, files: bool | None = None) -> None:
+        """Index what was written since the last call: queued memories always; notes and
+        archived sessions when `files`, or (None) when last checked over 2 s ago."""
+        from lore.search import sources
+        from lore.sessions.closing import session_archive
+
+        with self._lock:
+            index = self.index
+            if index.has_queued_memories():
+                sources.catch_up_memories(index, self._lore.memory)
+            due = time.monotonic() - self._files_checked >= _FILE_CHECK_SECONDS
+            if files or (files is None and due):
+                self._files_checked = time.monotonic()
+                workspace = self._lore.config.workspace
+                if workspace.exists():
+                    sources.sync_notes(index, workspace)
+                archive = session_archive(self._lore)
+                # A closed or re-closed session always appends to the archive's index.
+                seen = _stamp(archive.index_path)
+                if seen != self._archive_seen:
+                    sources.sync_archive(index, archive, zone=self._lore.zone)
+                    self._archive_seen = seen
+
+    def search(
+        self,
+        query: str,
+        scope: str,
+        *,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+        now: datetime | None = None,
+        embed_first: int = 0,
+    ) -> list[Hit]:
+        """Search `scope` (and the owner's notes, for an owner scope). `embed_first` embeds up
+        to that many waiting entries before searching: a one-shot command has no background
+        to do it later."""
+        from lore.search.hybrid import search
+
+        self.refresh()
+        if embed_first and mode != "text":
+            self.index.embed_pending(limit=embed_first)
+        moment = now or self._lore.clock.now()
+        return search(self.index, query, self.scopes_for(scope), now=moment, limit=limit, mode=mode)
+
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed entries still without a vector (blocking); returns how many."""
+        return self.index.embed_pending(limit=limit)
+
+    def schedule_embedding(self) -> None:
+        """Embed some pending entries in the background, if an event loop is running and
+        no such run is under way."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # a plain CLI call: a later turn, search or rebuild embeds them
+        if self._embedding is not None and not self._embedding.done():
+            return
+        if self.index.pending_vectors() == 0:
+            return
+
+        async def job() -> None:
+            await asyncio.to_thread(self.embed_pending, _EMBED_BATCH)
+
+        self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
+
+
+_searchers: weakref.WeakKeyDictionary[Lore, LoreSearch] = weakref.WeakKeyDictionary()
+_searchers_lock = threading.Lock()
+
+
+def searcher(lore: Lore) -> LoreSearch:
+    with _searchers_lock:
+        found = _searchers.get(lore)
+        if found is None:
+            found = _searchers[lore] = LoreSearch(lore)
+        return found
+
+
+def install(lore: Lore) -> None:
+    """The after-turn hook: index what the turn wrote, then embed it in the background."""
+    lore.after_turn.append(index_after_turn)
+
+
+async def index_after_turn(conversation: Conversation, turn: CompletedTurn) -> None:
+    found = searcher(conversation.lore)
+    await asyncio.to_thread(found.refresh, files=True)
+    found.schedule_embedding()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
+    """Hits as numbered lines, each with its source and time; a session message also says
+    how to read it in context (session_history from two messages before it)."""
+    from lore.search.hybrid import snippet
+
+    lines = []
+    for number, hit in enumerate(hits, 1):
+        entry = hit.entry
+        when = datetime.fromtimestamp(entry.at, zone).strftime("%Y-%m-%d %H:%M")
+        text = " ".join(snippet(entry.display, query).split())
+        also = f" (+{len(hit.duplicates)} similar)" if hit.duplicates else ""
+        lines.append(f"[{number}] {hit.label} · {when}{also}\n    {text}")
+        if entry.kind == "message":
+            offset = max(entry.locator - 2, 0)
+            lines.append(f'    → session_history(session_id="{entry.source}", offset={offset})')
+    return "\n".join(lines)

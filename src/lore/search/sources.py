@@ -1,0 +1,385 @@
+"""What feeds the index: structured memories, the Markdown notes, archived sessions.
+
+Memories arrive through the `search_queue` the m003 triggers fill (`catch_up_memories`),
+or eagerly through `index_memory`. Notes (MEMORY.md, memory/*.md) are chunked by heading,
+paragraph and list item; a file is re-read only when its size or mtime changed, and
+re-indexed only when its text did. Archived sessions are read through `SessionArchive`:
+every user and assistant message, as "speaker: text", with its time.
+
+Notes carry the scope they came from: a session summary names its session key, a daily
+note's section heading ends with the key; only MEMORY.md and unattributed text belong to
+the owner (`NOTES_SCOPE`), which only the owner's scopes search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.search.store import Entry, SearchIndex, SourceRecord
+
+if TYPE_CHECKING:
+    from lore.memory.store import Memory, MemoryStore
+    from lore.sessions.archive import ArchivedSession, SessionArchive
+
+__all__ = [
+    "NOTES_SCOPE",
+    "Chunk",
+    "catch_up_memories",
+    "chunk_markdown",
+    "date_words",
+    "index_memory",
+    "index_note_file",
+    "index_session",
+    "memory_entry",
+    "session_entries",
+    "sync_archive",
+    "sync_notes",
+    "unindex_memory",
+]
+
+log = logging.getLogger(__name__)
+
+NOTES_SCOPE = "owner"  # no channel prefix, so no conversation key can collide with it
+_CONTEXT_CHARS = 300  # of the previous turn, embedded with a message
+_CHUNK_CHARS = 1200
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+_SESSION_KEY = re.compile(r"^- Session Key:\s*(\S+)\s*$", re.M)
+# A session summary's header lines: links, not content.
+_META_LINE = re.compile(r"^- (?:Session ID|Session Key|Ended At|Transcript|Session Index): ")
+_SECTION_KEY = re.compile(r"·\s*(\S+:\S+)\s*$")
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-(\d{2})(\d{2}))?")
+
+
+# -- memories -------------------------------------------------------------------------------
+
+
+def memory_entry(memory: Memory) -> Entry:
+    return Entry(
+        scope=memory.scope,
+        kind="memory",
+        source="",
+        locator=memory.id,
+        at=memory.updated_at.timestamp(),
+        text=memory.content,
+        extra=" ".join(memory.keywords),
+        expires_at=None if memory.expires_at is None else memory.expires_at.timestamp(),
+    )
+
+
+def index_memory(index: SearchIndex, memory: Memory) -> None:
+    """Index (or re-index) one memory now; the triggers make this optional."""
+    if memory.status != "active":
+        index.remove_memory(memory.id)
+        return
+    with index.db.atomic():
+        index.put([memory_entry(memory)])
+        index.dequeue_memories([memory.id])
+
+
+def unindex_memory(index: SearchIndex, memory_id: int) -> None:
+    """Remove a memory from text and vector search (the triggers do this on forget too)."""
+    index.remove_memory(memory_id)
+
+
+def catch_up_memories(index: SearchIndex, store: MemoryStore) -> int:
+    """Index the memories written since the last call (by any process); returns how many."""
+    from lore.errors import NotFoundError
+
+    done = 0
+    while index.has_queued_memories():
+        # One write transaction from reading the queue to indexing: a memory forgotten
+        # meanwhile (by another thread or process) can never slip back into the index.
+        with index.db.atomic():
+            queued = index.queued_memories()
+            entries = []
+            for memory_id, scope in queued:
+                try:
+                    memory = None if scope is None else store.get(scope, memory_id)
+                except NotFoundError:
+                    memory = None
+                if memory is not None and memory.status == "active":
+                    entries.append(memory_entry(memory))
+            index.put(entries)
+            index.dequeue_memories([memory_id for memory_id, _ in queued])
+        done += len(entries)
+        if not queued:
+            break
+    return done
+
+
+# -- notes ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    line: int  # 1-based line of the chunk's first line
+    heading: str  # the headings above it, outermost first, joined by " › "
+    text: str
+    scope: str
+
+
+def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE) -> list[Chunk]:
+    """Split Markdown into searchable pieces: one per paragraph or list item, with the
+    headings above each and the scope of the session it came from, if it says."""
+    match = _SESSION_KEY.search("\n".join(text.splitlines()[:20]))
+    file_scope = match.group(1) if match else scope
+    chunks: list[Chunk] = []
+    headings: list[tuple[int, str, str]] = []  # level, title, scope of that section
+    block: list[str] = []
+    start = 0
+
+    def flush() -> None:
+        body = "\n".join(block).strip()
+        block.clear()
+        if not body:
+            return
+        section_scope = headings[-1][2] if headings else file_scope
+        title = " › ".join(h[1] for h in headings)
+        for offset, piece in _split_long(body):
+            chunks.append(Chunk(start + offset, title, piece, section_scope))
+
+    for number, line in enumerate(text.splitlines(), 1):
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            level, title = len(heading.group(1)), heading.group(2)
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            parent_scope = headings[-1][2] if headings else file_scope
+            keyed = _SECTION_KEY.search(title)
+            headings.append((level, title, keyed.group(1) if keyed else parent_scope))
+            continue
+        if _META_LINE.match(line):
+            flush()
+            continue
+        if not line.strip() or (_LIST_ITEM.match(line) and block):
+            flush()
+        if line.strip():
+            if not block:
+                start = number
+            block.append(line)
+    flush()
+    return chunks
+
+
+def _split_long(body: str) -> Iterator[tuple[int, str]]:
+    """A paragraph longer than the embedder reads well, cut at line or sentence ends."""
+    if len(body) <= _CHUNK_CHARS:
+        yield 0, body
+        return
+    piece, first = "", 0
+    for offset, line in enumerate(body.split("\n")):
+        for sentence in re.split(r"(?<=[.!?。！？])\s*", line):
+            if piece and len(piece) + len(sentence) > _CHUNK_CHARS:
+                yield first, piece.strip()
+                piece, first = "", offset
+            piece += sentence + " "
+    if piece.strip():
+        yield first, piece.strip()
+
+
+def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool = False) -> bool:
+    """(Re-)index one Markdown file under the workspace `root`; False when unchanged."""
+    name = path.relative_to(root).as_posix()
+    try:
+        stat = path.stat()
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return index.remove_source("note", name) > 0
+    digest = hashlib.sha256(raw).hexdigest()
+    known = index.source_records("note").get(name)
+    record = SourceRecord("note", name, NOTES_SCOPE, stat.st_mtime_ns, stat.st_size, digest)
+    if known is not None and known.digest == digest and not force:
+        if (known.mtime_ns, known.size) != (stat.st_mtime_ns, stat.st_size):
+            index.replace_source_record(record)
+        return False
+    text = raw.decode("utf-8", errors="replace")
+    at = _dated(path.stem) or stat.st_mtime
+    dated = _dated(path.stem) is not None
+    words = date_words(at, UTC) if dated else ""
+    entries = [
+        Entry(chunk.scope, "note", name, chunk.line, at, chunk.text, chunk.heading, extra=words)
+        for chunk in chunk_markdown(text)
+    ]
+    if name == "MEMORY.md" and _is_template(text):
+        entries = []
+    index.replace_source("note", name, entries, record)
+    return True
+
+
+def sync_notes(index: SearchIndex, root: Path) -> int:
+    """Bring MEMORY.md and memory/*.md up to date; returns how many files were re-indexed."""
+    present: dict[str, Path] = {}
+    for path in [root / "MEMORY.md", *sorted((root / "memory").glob("*.md"))]:
+        if path.is_file():
+            present[path.relative_to(root).as_posix()] = path
+    known = index.source_records("note")
+    changed = 0
+    for name in known.keys() - present.keys():
+        index.remove_source("note", name)
+        changed += 1
+    for name, path in present.items():
+        record = known.get(name)
+        if record is not None:
+            stat = path.stat()
+            if (record.mtime_ns, record.size) == (stat.st_mtime_ns, stat.st_size):
+                continue
+        changed += index_note_file(index, root, path)
+    return changed
+
+
+def _dated(stem: str) -> float | None:
+    """The time a dated note's name gives (memory/2026-11-29-1430-slug.md), as UTC."""
+    match = _DATED.match(stem)
+    if not match:
+        return None
+    year, month, day, hour, minute = (int(g) if g else 0 for g in match.groups())
+    try:
+        return datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _is_template(text: str) -> bool:
+    from lore.workspace import template
+
+    return text.strip() == template("MEMORY.md").strip()
+
+
+# -- archived sessions --------------------------------------------------------------------
+
+
+def session_entries(
+    session_id: str,
+    scope: str,
+    messages: list[dict[str, Any]],
+    *,
+    default_at: float,
+    zone: tzinfo = UTC,
+) -> list[Entry]:
+    """One entry per user or assistant message with text. Each also matches (at a lower
+    weight) its date and the turns either side of it, and is embedded with the turn before
+    it: an answer is found through the question it answers."""
+    talk: list[tuple[int, str, str, float]] = []
+    for position, message in enumerate(messages):
+        if message.get("role") not in ("user", "assistant"):
+            continue
+        text = _content_text(message.get("content"))
+        if text:
+            speaker = str(message.get("author") or message.get("role"))
+            at = _parse_time(message.get("timestamp")) or default_at
+            talk.append((position, speaker, text, at))
+    entries: list[Entry] = []
+    for n, (position, speaker, text, at) in enumerate(talk):
+        before = _turn(talk[n - 1]) if n > 0 else ""
+        after = _turn(talk[n + 1]) if n + 1 < len(talk) else ""
+        entries.append(
+            Entry(
+                scope,
+                "message",
+                session_id,
+                position,
+                at,
+                text,
+                speaker,
+                context=before[:_CONTEXT_CHARS],
+                extra="\n".join(p for p in (date_words(at, zone), before, after) if p),
+            )
+        )
+    return entries
+
+
+def date_words(at: float, zone: tzinfo) -> str:
+    """A day as people write it in a question: "8 May 2023 2023-05-08 2023年5月8日"."""
+    day = datetime.fromtimestamp(at, zone)
+    month = _MONTHS[day.month - 1]
+    return f"{day.day} {month} {day.year} {day:%Y-%m-%d} {day.year}年{day.month}月{day.day}日"
+
+
+def _turn(item: tuple[int, str, str, float]) -> str:
+    return f"{item[1]}: {item[2]}"
+
+
+def index_session(
+    index: SearchIndex,
+    archive: SessionArchive,
+    entry: ArchivedSession,
+    *,
+    zone: tzinfo = UTC,
+    force: bool = False,
+) -> bool:
+    """(Re-)index one archived session; False when its messages did not change."""
+    path = archive.resolve(entry.transcript_path)
+    try:
+        stat = path.stat()
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return index.remove_source("message", entry.session_id) > 0
+    # The first line is metadata a summary link rewrites; only the messages matter.
+    digest = hashlib.sha256(raw[raw.find(b"\n") + 1 :]).hexdigest()
+    record = SourceRecord(
+        "message", entry.session_id, entry.key, stat.st_mtime_ns, stat.st_size, digest
+    )
+    known = index.source_records("message").get(entry.session_id)
+    if known is not None and known.digest == digest and not force:
+        index.replace_source_record(record)
+        return False
+    messages, _ = archive.read_messages(entry)
+    default_at = _parse_time(entry.created_at) or _parse_time(entry.ended_at) or stat.st_mtime
+    entries = session_entries(
+        entry.session_id, entry.key, messages, default_at=default_at, zone=zone
+    )
+    index.replace_source("message", entry.session_id, entries, record)
+    return True
+
+
+def sync_archive(index: SearchIndex, archive: SessionArchive, *, zone: tzinfo = UTC) -> int:
+    """Index every archived session not yet indexed (or changed since); returns how many."""
+    known = index.source_records("message")
+    changed = 0
+    for entry in archive.entries():
+        record = known.get(entry.session_id)
+        if record is not None:
+            try:
+                stat = archive.resolve(entry.transcript_path).stat()
+            except FileNotFoundError:
+                stat = None
+            if stat is not None and (record.mtime_ns, record.size) == (
+                stat.st_mtime_ns,
+                stat.st_size,
+            ):
+                continue
+        changed += index_session(index, archive, entry, zone=zone)
+    return changed
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):  # content parts: keep the text ones
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+        return "\n".join(p for p in parts if isinstance(p, str)).strip()
+    return ""
+
+
+def _parse_time(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()

@@ -1,0 +1,207 @@
+"""Notes are chunked with their scope; the index follows file edits and can be rebuilt."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from lore.app import Lore
+from lore.clock import FixedClock
+from lore.config import Config
+from lore.llm.scripted import ScriptedProvider
+from lore.search import searcher
+from lore.search.rebuild import rebuild
+from lore.search.sources import NOTES_SCOPE, chunk_markdown
+from lore.sessions.archive import SessionArchive
+from lore.sessions.live import SessionMeta
+
+DAILY = """# 2026-11-29
+
+## 09:12 · cli:default
+
+Decided to keep Postgres for the API; Redis only as a cache.
+
+## 21:40 · line:group:family
+
+Grandma's birthday dinner moves to Saturday.
+"""
+
+SUMMARY = """# trip-planning
+
+- Session ID: 0123abcd
+- Session Key: telegram:55
+- Ended At: 2026-11-28T10:00:00+08:00
+
+## Summary
+
+Planned the Kyoto trip: flights booked, ryokan still open.
+"""
+
+
+@pytest.fixture
+def runtime(config: Config, clock: FixedClock) -> Iterator[Lore]:
+    lore = Lore(config, provider=ScriptedProvider(), clock=clock)
+    yield lore
+    lore.db.close()
+
+
+def texts(lore: Lore, query: str, scope: str) -> list[str]:
+    return [hit.entry.text for hit in searcher(lore).search(query, scope, mode="text")]
+
+
+def test_markdown_is_chunked_by_heading_paragraph_and_list_item() -> None:
+    chunks = chunk_markdown(
+        "# Memory\n\nLikes tea.\nDrinks it black.\n\n## People\n\n- Amy: sister\n"
+        "- Ben: colleague,\n  works on billing\n\n### Old\n\nGone.\n"
+    )
+
+    assert [(c.line, c.heading, c.text) for c in chunks] == [
+        (3, "Memory", "Likes tea.\nDrinks it black."),
+        (8, "Memory › People", "- Amy: sister"),
+        (9, "Memory › People", "- Ben: colleague,\n  works on billing"),
+        (14, "Memory › People › Old", "Gone."),
+    ]
+    assert {c.scope for c in chunks} == {NOTES_SCOPE}
+
+
+def test_a_note_keeps_the_scope_it_came_from() -> None:
+    daily = chunk_markdown(DAILY)
+    summary = chunk_markdown(SUMMARY)
+
+    assert [(c.scope, c.text[:12]) for c in daily] == [
+        ("cli:default", "Decided to k"),
+        ("line:group:family", "Grandma's bi"),
+    ]
+    assert [(c.scope, c.heading, c.text[:11]) for c in summary] == [
+        ("telegram:55", "trip-planning › Summary", "Planned the")
+    ]
+
+
+def test_notes_are_searched_only_from_their_scope(runtime: Lore) -> None:
+    memory_dir = runtime.workspace.memory_dir
+    (memory_dir / "2026-11-29.md").write_text(DAILY, encoding="utf-8")
+
+    assert texts(runtime, "birthday", "line:group:family") == [
+        "Grandma's birthday dinner moves to Saturday."
+    ]
+    assert texts(runtime, "birthday", "cli:default") == []
+    assert texts(runtime, "Postgres", "line:group:family") == []
+
+
+def test_a_note_edited_by_hand_is_indexed_again_and_a_deleted_one_leaves(runtime: Lore) -> None:
+    path = runtime.workspace.root / "MEMORY.md"
+    path.write_text("# Memory\n\nPrefers window seats.\n", encoding="utf-8")
+    search = searcher(runtime)
+    search.refresh(files=True)
+    assert texts(runtime, "seats", "cli:default") == ["Prefers window seats."]
+
+    path.write_text("# Memory\n\nPrefers aisle seats.\n", encoding="utf-8")
+    search.refresh(files=True)
+    assert texts(runtime, "seats", "cli:default") == ["Prefers aisle seats."]
+
+    path.unlink()
+    search.refresh(files=True)
+    assert texts(runtime, "seats", "cli:default") == []
+
+
+def test_an_unchanged_file_is_not_indexed_again(runtime: Lore) -> None:
+    note = runtime.workspace.memory_dir / "2026-11-29.md"
+    note.write_text(DAILY, encoding="utf-8")
+    search = searcher(runtime)
+    search.refresh(files=True)
+    before = search.index.db.conn.execute("SELECT id FROM search_entries").fetchall()
+
+    note.touch()  # a new mtime, the same text
+    search.refresh(files=True)
+
+    after = search.index.db.conn.execute("SELECT id FROM search_entries").fetchall()
+    assert [tuple(r) for r in after] == [tuple(r) for r in before]
+
+
+def test_the_template_memory_md_is_not_indexed(runtime: Lore) -> None:
+    runtime.workspace.ensure()  # writes the template
+    searcher(runtime).refresh(files=True)
+
+    assert searcher(runtime).index.stats().entries["note"] == 0
+
+
+def fill(lore: Lore) -> None:
+    now = lore.clock.now()
+    lore.memory.remember(
+        "cli:default", "John's bike is a blue Brompton", author="john", via="cli", now=now
+    )
+    (lore.workspace.memory_dir / "2026-11-29.md").write_text(DAILY, encoding="utf-8")
+    archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
+    stamp = "2026-11-27T01:00:00+00:00"
+    entry = archive.write_transcript(
+        SessionMeta("abcdef01" * 4, "cli:default", stamp, stamp),
+        [
+            {"role": "user", "content": "Which session was about Redis?", "timestamp": stamp},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]},
+            {"role": "tool", "content": "tool output is never indexed"},
+            {"role": "assistant", "content": "The one on caching, last Tuesday."},
+        ],
+        ended_at=datetime(2026, 11, 27, 2, tzinfo=UTC),
+        zone=UTC,
+        slug="redis",
+        reason="new",
+    )
+    archive.append_index(entry)
+
+
+def test_rebuild_recreates_the_index_from_memories_notes_and_archive(runtime: Lore) -> None:
+    fill(runtime)
+    searcher(runtime).refresh(files=True)
+    runtime.db.conn.execute("DELETE FROM search_fts")  # a damaged index
+    runtime.db.conn.execute("DELETE FROM search_entries")
+
+    report = rebuild(runtime)
+
+    assert (report.memories, report.note_files, report.sessions) == (1, 1, 1)
+    assert report.entries == 1 + 2 + 2  # memory, two note sections, two messages with text
+    assert report.embedded == report.entries
+    assert searcher(runtime).index.stats().pending_vectors == 0
+    assert texts(runtime, "Brompton", "cli:default") == ["John's bike is a blue Brompton"]
+    assert texts(runtime, "caching", "cli:default")[0] == "The one on caching, last Tuesday."
+    assert texts(runtime, "tool output", "cli:default") == []
+    message = searcher(runtime).search("bicycle", "cli:default", mode="vector", limit=1)
+    assert message[0].entry.text == "John's bike is a blue Brompton"
+
+
+def run_cli(args: list[str]) -> int:
+    from lore.cli import index
+
+    parser = argparse.ArgumentParser(prog="lore")
+    index.register(parser.add_subparsers())
+    namespace = parser.parse_args(["index", *args])
+    code: int = namespace.func(namespace)
+    return code
+
+
+def test_lore_index_rebuild_and_stats(
+    runtime: Lore, config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fill(runtime)
+    runtime.memory.remember(
+        "cli:default",
+        "John's daughter studies in Kyoto",
+        author="john",
+        via="cli",
+        now=runtime.clock.now(),
+    )
+    runtime.db.close()
+    home = ["--home", str(config.home)]
+
+    assert run_cli(["rebuild", "--no-vectors", *home]) == 0
+    assert (
+        "Indexed 6 entries: 2 memories, 1 note files, 1 archived sessions"
+        in capsys.readouterr().out
+    )
+    assert run_cli(["stats", "--json", *home]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["entries"] == {"memory": 2, "note": 2, "message": 2}
+    assert stats["pending_vectors"] == 6

@@ -1,0 +1,176 @@
+"""memory_search: snippets with their source, only from this conversation, in any language."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from lore import app as app_module
+from lore.app import Lore
+from lore.llm.base import ToolCall
+from lore.llm.scripted import ScriptedProvider
+from lore.search import searcher
+from lore.sessions.archive import SessionArchive
+from lore.sessions.live import SessionMeta
+from lore.tools.base import ToolContext, ToolRegistry, ToolResult
+from lore.tools.search_tools import MemorySearchTool, make_tools
+
+HOME = "cli:default"
+GROUP = "line:group:family"
+SESSION = "5e55104a" * 4
+
+
+def context(lore: Lore, scope: str = HOME) -> ToolContext:
+    return ToolContext(scope, "john", "live-1", 0, lore.clock.now(), "Asia/Taipei")
+
+
+async def call(lore: Lore, ctx: ToolContext, **args: object) -> ToolResult:
+    registry = ToolRegistry(make_tools(lore))
+    return await registry.call(ToolCall("c1", "memory_search", json.dumps(args)), ctx)
+
+
+def archive_session(lore: Lore, scope: str, turns: list[tuple[str, str]]) -> None:
+    archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
+    stamp = "2026-11-20T02:00:00+00:00"
+    messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
+    entry = archive.write_transcript(
+        SessionMeta(SESSION, scope, stamp, stamp),
+        messages,
+        ended_at=datetime(2026, 11, 20, 3, tzinfo=UTC),
+        zone=UTC,
+        slug="api-design",
+        reason="new",
+    )
+    archive.append_index(entry)
+
+
+def test_the_tool_has_the_contract_the_design_names(lore: Lore) -> None:
+    (tool,) = make_tools(lore)
+
+    assert tool.name == "memory_search"
+    assert set(tool.parameters["properties"]) == {"query", "limit"}
+    assert tool.parameters["required"] == ["query"]
+    assert "session_history" in tool.description and "remember" in tool.description
+
+
+async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Lore) -> None:
+    archive_session(
+        lore,
+        HOME,
+        [
+            ("user", "Should the public API be REST or GraphQL?"),
+            ("assistant", "REST: the clients are simple and caching is easier."),
+            ("user", "Agreed, we go with REST and version it under /v1."),
+        ],
+    )
+
+    result = await call(lore, context(lore), query="what did we decide about the API?")
+
+    assert not result.is_error
+    assert f"session {SESSION} message 2" in result.content
+    assert "we go with REST and version it under /v1" in result.content
+    assert f'session_history(session_id="{SESSION}", offset=0)' in result.content
+    assert "2026-11-20 10:00" in result.content  # the message's time, in Asia/Taipei
+
+
+async def test_memories_are_found_with_their_id(lore: Lore) -> None:
+    lore.memory.remember(
+        HOME, "John's blood type is O+", author="john", via="cli", now=lore.clock.now()
+    )
+
+    result = await call(lore, context(lore), query="blood type")
+
+    assert "memory #1" in result.content and "John's blood type is O+" in result.content
+
+
+async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
+    now = lore.clock.now()
+    lore.memory.remember(
+        GROUP, "Grandma's spare key is under the blue pot", author="amy", via="cli", now=now
+    )
+    lore.memory.remember(
+        HOME, "John keeps a spare bike key in the drawer", author="john", via="cli", now=now
+    )
+    searcher(lore).refresh()
+    searcher(lore).embed_pending()
+
+    result = await call(lore, context(lore), query="where is the spare key?")
+
+    assert "bike key" in result.content
+    assert "blue pot" not in result.content
+
+
+async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Lore) -> None:
+    lore.workspace.root.joinpath("MEMORY.md").write_text(
+        "# Memory\n\n## Work\n\nThe deploy window is Thursday after 18:00.\n", encoding="utf-8"
+    )
+
+    mine = await call(lore, context(lore), query="deploy window")
+    theirs = await call(lore, context(lore, GROUP), query="deploy window")
+
+    assert "MEMORY.md:5" in mine.content and "Work: The deploy window" in mine.content
+    assert "deploy window is Thursday" not in theirs.content
+
+
+async def test_nothing_found_is_said_plainly(lore: Lore) -> None:
+    result = await call(lore, context(lore), query="submarine")
+
+    assert not result.is_error
+    assert result.content == "Nothing found for 'submarine' in this conversation's memory."
+
+
+@pytest.mark.parametrize(
+    "args", [{}, {"query": "  "}, {"query": "x", "limit": 0}, {"query": "x", "limit": 99}]
+)
+async def test_bad_arguments_are_an_error_for_the_model(
+    lore: Lore, args: dict[str, object]
+) -> None:
+    result = await call(lore, context(lore), **args)
+
+    assert result.is_error and result.content.startswith("Error:")
+
+
+async def test_the_model_can_search_within_a_turn(
+    lore: Lore, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = app_module.TOOL_MODULES
+    if "lore.tools.search_tools" not in modules:  # until the runtime lists it
+        monkeypatch.setattr(app_module, "TOOL_MODULES", (*modules, "lore.tools.search_tools"))
+    now = lore.clock.now()
+    lore.memory.remember(
+        HOME, "The guest wifi is called BlueFox", author="john", via="cli", now=now
+    )
+    model.tool_call("memory_search", {"query": "guest wifi"}).reply("It's BlueFox.")
+
+    await lore.conversation(HOME, emit=lambda event: None).turn("what was the guest wifi?")
+
+    tool_result = model.requests[1].messages[-1]
+    assert tool_result["role"] == "tool"
+    assert "The guest wifi is called BlueFox" in tool_result["content"]
+
+
+def test_the_tool_reports_what_search_finds(lore: Lore) -> None:
+    lore.memory.remember(
+        HOME, "Standup moved to 9:30", author="john", via="cli", now=lore.clock.now()
+    )
+
+    hits = MemorySearchTool(lore).search("standup", context(lore), limit=3)
+
+    assert [hit.entry.text for hit in hits] == ["Standup moved to 9:30"]
+
+
+async def test_what_a_turn_wrote_is_embedded_in_the_background(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    from lore.search import install
+
+    install(lore)  # what listing "lore.search" in LAYER_MODULES does
+    model.tool_call("remember", {"content": "John's train leaves at 7:40"}).reply("Noted.")
+
+    await lore.conversation(HOME, emit=lambda event: None).turn("my train is at 7:40")
+    await lore.background.drain()
+
+    stats = searcher(lore).index.stats()
+    assert (stats.entries["memory"], stats.vectors, stats.pending_vectors) == (1, 1, 0)
