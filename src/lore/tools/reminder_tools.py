@@ -132,8 +132,6 @@ class CancelReminder:
         return f"Cancelled reminder #{reminder.id}: {reminder.text}"
 
 
-
-
 def _zone(ctx: ToolContext, lore: Lore) -> tzinfo:
     from lore.clock import resolve_zone
 
