@@ -311,3 +311,29 @@ async def test_the_scheduler_delivers_into_the_conversation_it_came_from(lore: L
     assert message["content"] == "⏰ Reminder for @john: water the plants"
     assert lore.session("cli:default").messages == []
     assert [type(e) for e in events] == [ReminderDue]
+
+
+async def test_a_chat_scheduler_delivers_only_its_own_conversation(tmp_path: Path) -> None:
+    db = Database(tmp_path / "lore.db")
+    store = ReminderStore(db)
+    clock = FixedClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    for scope in ("cli:default", "line:group:family"):
+        store.add(
+            scope,
+            "john",
+            f"for {scope}",
+            clock.now() + timedelta(minutes=1),
+            timezone="UTC",
+            now=clock.now(),
+        )
+    delivered: list[str] = []
+
+    async def deliver(due: DueReminder) -> None:
+        delivered.append(due.scope)
+
+    chat = Scheduler(store, clock, deliver, scope="cli:default")
+    clock.advance(minutes=2)
+    await chat.run_once()
+    assert delivered == ["cli:default"]
+    assert store.next_due_time("cli:default") is None
+    assert store.next_due_time() is not None  # the family's is left for `lore serve`

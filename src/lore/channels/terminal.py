@@ -162,11 +162,9 @@ def _start_scheduler(lore: Lore, key: str, renderer: Renderer) -> Scheduler:
     from lore.reminders.delivery import session_delivery
     from lore.reminders.scheduler import Scheduler
 
-    def show(event: Event) -> None:
-        if not isinstance(event, ReminderDue) or event.scope == key or key.startswith("cli:"):
-            renderer.emit(event)
-
-    scheduler = Scheduler(lore.reminders, lore.clock, session_delivery(lore.session, show))
+    # Only this conversation's reminders: other conversations' are `lore serve`'s to deliver.
+    deliver = session_delivery(lore.session, renderer.emit)
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver, scope=key)
     lore.background.spawn(scheduler.run_forever, name="reminders")
     return scheduler
 

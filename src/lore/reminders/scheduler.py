@@ -34,8 +34,11 @@ class Scheduler:
         *,
         max_sleep: float = 60.0,
         batch: int = 100,
+        scope: str | None = None,
     ) -> None:
         self.store = store
+        # None delivers for every conversation (`lore serve`); a chat delivers its own.
+        self.scope = scope
         self.clock = clock
         self.deliver = deliver
         self.max_sleep = max_sleep
@@ -53,7 +56,7 @@ class Scheduler:
         delivered: list[DueReminder] = []
         self._failed = False
         while True:
-            claimed = self.store.claim_due(now, self.batch)
+            claimed = self.store.claim_due(now, self.batch, scope=self.scope)
             for due in claimed:
                 if await self._deliver_one(due):
                     delivered.append(due)
@@ -77,7 +80,7 @@ class Scheduler:
         """How long to sleep: until the next due reminder, never more than `max_sleep`."""
         if self._failed:
             return self.max_sleep
-        upcoming = self.store.next_due_time()
+        upcoming = self.store.next_due_time(self.scope)
         if upcoming is None:
             return self.max_sleep
         # A hair past the due second, so waking a moment early does not spin.

@@ -175,16 +175,22 @@ class ReminderStore:
             return self._get(conn, reminder_id)
 
     def claim_due(
-        self, now: datetime, limit: int = 100, *, late_after: timedelta = LATE_AFTER
+        self,
+        now: datetime,
+        limit: int = 100,
+        *,
+        late_after: timedelta = LATE_AFTER,
+        scope: str | None = None,
     ) -> list[DueReminder]:
-        """Claim up to `limit` reminders due at `now`, all in one transaction."""
+        """Claim up to `limit` reminders due at `now` (of one scope, if given), all in one
+        transaction."""
         now_ts = _ts(now)
         claimed: list[DueReminder] = []
         with self.db.atomic(immediate=True) as conn:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM reminders WHERE status = 'pending' AND due_at <= ? "
-                "ORDER BY due_at LIMIT ?",
-                (now_ts, limit),
+                f"{_SCOPED if scope is not None else ''}ORDER BY due_at LIMIT ?",
+                (now_ts, *((scope,) if scope is not None else ()), limit),
             ).fetchall()
             for row in rows:
                 reminder = _row(row)
@@ -245,11 +251,18 @@ class ReminderStore:
         ).fetchall()
         return [_row(row) for row in rows]
 
-    def next_due_time(self) -> datetime | None:
-        """When the soonest pending reminder falls due (one index seek)."""
-        row = self.db.conn.execute(
-            "SELECT min(due_at) FROM reminders WHERE status = 'pending'"
-        ).fetchone()
+    def next_due_time(self, scope: str | None = None) -> datetime | None:
+        """When the soonest pending reminder (of one scope, if given) falls due: one
+        index seek."""
+        if scope is None:
+            row = self.db.conn.execute(
+                "SELECT min(due_at) FROM reminders WHERE status = 'pending'"
+            ).fetchone()
+        else:
+            row = self.db.conn.execute(
+                "SELECT min(due_at) FROM reminders WHERE scope = ? AND status = 'pending'",
+                (scope,),
+            ).fetchone()
         return None if row[0] is None else _dt(row[0])
 
     def _get(
@@ -273,6 +286,9 @@ class ReminderStore:
             (scope, limit),
         ).fetchall()
         return [_row(row) for row in rows]
+
+
+_SCOPED = "AND scope = ? "
 
 
 @lru_cache(maxsize=256)
