@@ -30,8 +30,8 @@ test: $(VENV)/.test
 	$(PY) -m pytest
 
 lint: $(VENV)/.test
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check --no-cache src tests bench
+	$(VENV)/bin/ruff format --no-cache --check src tests bench
 	$(VENV)/bin/mypy
 
 check: lint test

@@ -69,8 +69,8 @@ def build(home: Path, texts: Sequence[str], progress: bool) -> Any:
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.search import searcher
-    from lore.search.index import Entry
     from lore.search.rebuild import Progress
+    from lore.search.store import Entry
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
     lore = Lore(config, clock=FixedClock(datetime(2026, 11, 30, tzinfo=UTC)))
