@@ -17,8 +17,8 @@ from lore.errors import (
     provider_error_for_status,
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
-from lore.llm.retry import RetryPolicy, Sleep, stream_with_retry
-from lore.llm.sse import decode_json, post_sse
+from lore.llm.retry import RetryPolicy, Sleep
+from lore.llm.sse import HTTPProvider, decode_json, post_sse
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "to_anthropic_messages"]
 
@@ -48,10 +48,8 @@ _STOP_REASONS = {
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 
 
-class AnthropicProvider:
+class AnthropicProvider(HTTPProvider):
     """A Claude model through `POST /v1/messages` with `stream: true`."""
-
-    supports_tools = True
 
     def __init__(
         self,
@@ -65,25 +63,17 @@ class AnthropicProvider:
         retry: RetryPolicy | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        self.model = model
-        self.name = f"anthropic/{model}"
-        self.context_window = context_window or CONTEXT_WINDOW
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
-        self._client = client
-        self._owns_client = client is None
-        self._timeout = timeout
-        self._retry = retry or RetryPolicy()
-        self._sleep = sleep
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        body = self.request_body(request)
-        return stream_with_retry(lambda: self._stream_once(body), self._retry, self._sleep)
-
-    async def aclose(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        super().__init__(
+            model,
+            name=f"anthropic/{model}",
+            context_window=context_window or CONTEXT_WINDOW,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            timeout=timeout,
+            retry=retry,
+            sleep=sleep,
+        )
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request.system, request.messages)
@@ -114,11 +104,6 @@ class AnthropicProvider:
             "content-type": "application/json",
             "accept": "text/event-stream",
         }
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-        return self._client
 
     async def _stream_once(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         events = post_sse(

@@ -23,6 +23,8 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "complete",
+    "content_text",
 ]
 
 Message = dict[str, Any]
@@ -88,6 +90,15 @@ class Provider(Protocol):
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]: ...
 
     async def aclose(self) -> None: ...
+
+
+def content_text(content: Any) -> str:
+    """A message's content as plain text (a list of parts joins their text)."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
 
 
 async def complete(provider: Provider, request: ChatRequest) -> Completion:

@@ -19,8 +19,8 @@ from lore.errors import (
     provider_error_for_status,
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
-from lore.llm.retry import RetryPolicy, Sleep, stream_with_retry
-from lore.llm.sse import decode_json, post_sse
+from lore.llm.retry import RetryPolicy, Sleep
+from lore.llm.sse import HTTPProvider, decode_json, post_sse
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -81,10 +81,8 @@ def known_context_window(model: str) -> int:
 # -- the provider -------------------------------------------------------------------
 
 
-class OpenAIProvider:
+class OpenAIProvider(HTTPProvider):
     """A chat model behind any OpenAI-compatible `/chat/completions` endpoint."""
-
-    supports_tools = True
 
     def __init__(
         self,
@@ -100,27 +98,19 @@ class OpenAIProvider:
         name: str = "",
         label: str = "",
     ) -> None:
-        self.model = model
-        self.name = name or f"openai/{model}"
-        self.context_window = context_window or known_context_window(model)
-        self.base_url = base_url.rstrip("/")
+        super().__init__(
+            model,
+            name=name or f"openai/{model}",
+            context_window=context_window or known_context_window(model),
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            timeout=timeout,
+            retry=retry,
+            sleep=sleep,
+        )
         self._official = _is_official_openai(self.base_url)
         self.label = label or ("OpenAI" if self._official else urlsplit(self.base_url).netloc)
-        self._api_key = api_key
-        self._client = client
-        self._owns_client = client is None
-        self._timeout = timeout
-        self._retry = retry or RetryPolicy()
-        self._sleep = sleep
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        body = self.request_body(request)
-        return stream_with_retry(lambda: self._stream_once(body), self._retry, self._sleep)
-
-    async def aclose(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -145,11 +135,6 @@ class OpenAIProvider:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-        return self._client
 
     async def _stream_once(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         events = post_sse(

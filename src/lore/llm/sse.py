@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
@@ -10,9 +11,10 @@ from typing import Any
 import httpx
 
 from lore.errors import ProviderConnectionError, ProviderResponseError, provider_error_for_status
-from lore.llm.retry import retry_after_from_headers
+from lore.llm.base import ChatRequest, StreamEvent
+from lore.llm.retry import RetryPolicy, Sleep, retry_after_from_headers, stream_with_retry
 
-__all__ = ["SSEEvent", "decode_json", "iter_sse", "post_sse"]
+__all__ = ["HTTPProvider", "SSEEvent", "decode_json", "iter_sse", "post_sse"]
 
 _CONNECTION_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
@@ -92,3 +94,57 @@ def decode_json(data: str, label: str) -> list[dict[str, Any]]:
     if not all(isinstance(item, dict) for item in parsed):
         raise ProviderResponseError(f"{label} sent an unexpected stream event", body=data)
     return parsed
+
+
+class HTTPProvider:
+    """What both HTTP providers share: the client they may own, retries, closing.
+
+    A subclass builds the request body and streams one attempt (`_stream_once`);
+    `stream` retries that attempt while nothing has been shown yet.
+    """
+
+    supports_tools = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str,
+        context_window: int,
+        base_url: str,
+        api_key: str,
+        client: httpx.AsyncClient | None,
+        timeout: float,
+        retry: RetryPolicy | None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.context_window = context_window
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._client = client
+        self._owns_client = client is None
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        body = self.request_body(request)
+        return stream_with_retry(lambda: self._stream_once(body), self._retry, self._sleep)
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _stream_once(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from lore.llm.base import Message
+from lore.llm.base import Message, content_text
 
 __all__ = ["TokenCounter", "estimate_tokens"]
 
@@ -83,7 +83,7 @@ class TokenCounter:
         if system:
             total += _PER_MESSAGE + self._raw(system)
         for message in messages:
-            total += _PER_MESSAGE + self._raw(_content_text(message.get("content")))
+            total += _PER_MESSAGE + self._raw(content_text(message.get("content")))
             for call in message.get("tool_calls") or []:
                 total += _PER_MESSAGE + self._raw(str(call.get("name", "")))
                 total += self._raw(str(call.get("arguments", "")))
@@ -111,11 +111,3 @@ class TokenCounter:
 
     def _scaled(self, count: int) -> int:
         return round(count * self._ratio)
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content)

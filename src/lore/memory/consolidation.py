@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
 from lore.files import locked_file, try_lock
-from lore.llm.base import ChatRequest, Message, complete
+from lore.llm.base import ChatRequest, Message, complete, content_text
 from lore.memory.flush import flush_before_compaction
 from lore.memory.history import History, HistoryEntry
 from lore.sessions.keys import key_to_filename
@@ -192,7 +192,7 @@ def render_messages(
     blocks: list[str] = []
     for message in messages:
         role = str(message.get("role", "?"))
-        content = _text(message.get("content"))
+        content = content_text(message.get("content"))
         stamp = str(message.get("timestamp", ""))[:16].replace("T", " ")
         who = f"{role} ({message['author']})" if message.get("author") else role
         prefix = f"[{stamp}] {who}" if stamp else who
@@ -207,14 +207,6 @@ def render_messages(
             lines.append(f"  → {call.get('name', '?')}({call.get('arguments', '')})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
-
-
-def _text(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
 
 
 def _raw_entry(chunk: Sequence[Message]) -> str:

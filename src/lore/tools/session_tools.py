@@ -14,7 +14,7 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import ToolError
-from lore.llm.base import Message
+from lore.llm.base import Message, content_text
 from lore.sessions.archive import ArchivedSession
 from lore.sessions.closing import session_archive
 from lore.tools.base import Tool, ToolContext, optional_int, optional_str
@@ -222,7 +222,7 @@ def render_message(number: int, message: Message, zone: tzinfo) -> str:
     head = f"[{number}] {who}" + (f" {stamp}" if stamp else "")
     if role == "tool":
         head += f" {message.get('name', 'tool')}"
-    lines = [f"{head}: {_cut(_content(message.get('content')))}"]
+    lines = [f"{head}: {_cut(content_text(message.get('content')))}"]
     for call in message.get("tool_calls") or []:
         lines.append(f"    → {call.get('name', '?')}({_cut(str(call.get('arguments', '')))})")
     return "\n".join(lines)
@@ -254,14 +254,6 @@ def _cut(text: str) -> str:
     if len(text) <= MESSAGE_CHARS:
         return text
     return f"{text[:MESSAGE_CHARS]} … [{len(text) - MESSAGE_CHARS} more characters]"
-
-
-def _content(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
 
 
 def _local(timestamp: str, zone: tzinfo) -> str:
