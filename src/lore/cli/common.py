@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lore.app import Lore
 
-__all__ = ["add_common", "add_session", "load_runtime", "print_json"]
+__all__ = ["add_common", "add_session", "load_runtime", "print_json", "runtime"]
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,17 @@ def load_runtime(
     config = load_config(flags=values)
     configure_logging(config.home, console_level=console_log_level)
     return Lore(config)
+
+
+@contextmanager
+def runtime(args: argparse.Namespace) -> Iterator[Lore]:
+    """The runtime for one command that needs no model, its database closed afterwards."""
+    lore = load_runtime(args)
+    try:
+        yield lore
+    finally:
+        if "db" in lore.__dict__:
+            lore.db.close()
 
 
 def print_json(data: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_common, load_runtime, print_json
+from lore.cli.common import add_common, print_json, runtime
 
 __all__ = ["register"]
 
@@ -48,11 +48,8 @@ def _rebuild(args: argparse.Namespace) -> int:
 
     from lore.search.rebuild import rebuild
 
-    lore = load_runtime(args)
-    try:
+    with runtime(args) as lore:
         report = rebuild(lore, vectors=not args.no_vectors)
-    finally:
-        lore.db.close()
     if args.json:
         print_json(asdict(report))
     else:
@@ -69,11 +66,8 @@ def _stats(args: argparse.Namespace) -> int:
 
     from lore.search import searcher
 
-    lore = load_runtime(args)
-    try:
+    with runtime(args) as lore:
         stats = searcher(lore).index.stats()
-    finally:
-        lore.db.close()
     if args.json:
         print_json(asdict(stats))
         return 0

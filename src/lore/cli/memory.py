@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, add_session, load_runtime, print_json
+from lore.cli.common import add_common, add_session, print_json, runtime
 
 if TYPE_CHECKING:
     from lore.app import Lore
@@ -92,7 +90,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         memories = lore.memory.active(args.session, now=lore.clock.now())
         if args.json:
             print_json([m.to_record() for m in memories])
@@ -105,7 +103,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         now = lore.clock.now()
         expires = None if args.expires is None else _parse_expiry(args.expires, lore)
         memory, created = lore.memory.remember(
@@ -133,7 +131,7 @@ def _forget(args: argparse.Namespace) -> int:
     text = str(args.id).strip().lstrip("#")
     if not text.isdigit():
         raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         erased = lore.memory.forget(
             args.session, int(text), by=lore.config.user_name, via="cli", now=lore.clock.now()
         )
@@ -145,7 +143,7 @@ def _forget(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from lore.search import format_hits, searcher
 
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         # The same hybrid search as the model's memory_search: memories, notes and
         # archived sessions of this conversation, by words and by meaning.
         hits = searcher(lore).search(args.query, args.session, limit=args.limit, embed_first=256)
@@ -159,7 +157,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         lines = lore.memory.export(args.session)
     text = "".join(line + "\n" for line in lines)
     if args.output:
@@ -183,7 +181,7 @@ def _import(args: argparse.Namespace) -> int:
                 lines = handle.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {args.file}: {exc}") from None
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         result = lore.memory.import_(
             args.session, lines, by=lore.config.user_name, via="cli", now=lore.clock.now()
         )
@@ -195,17 +193,6 @@ def _import(args: argparse.Namespace) -> int:
         )
         print(f"Imported {len(result.added)} memories{present}.")
     return 0
-
-
-@contextmanager
-def _runtime(args: argparse.Namespace) -> Iterator[Lore]:
-    """The runtime for one command, with the database closed afterwards."""
-    lore = load_runtime(args)
-    try:
-        yield lore
-    finally:
-        if "db" in lore.__dict__:
-            lore.db.close()
 
 
 def _line(memory: Memory, lore: Lore) -> str:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, add_session, load_runtime, print_json
+from lore.cli.common import add_common, add_session, print_json, runtime
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    pass
 
 __all__ = ["register"]
 
@@ -64,7 +62,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def _list(args: argparse.Namespace) -> int:
     from lore.reminders import describe_reminder
 
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         reminders = lore.reminders.list(args.session, include_done=args.all)
         now = lore.clock.now()
     if args.json:
@@ -82,7 +80,7 @@ def _add(args: argparse.Namespace) -> int:
     from lore.reminders import create_reminder, in_words
     from lore.reminders.when import format_local
 
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         now = lore.clock.now()
         reminder = create_reminder(
             lore.reminders,
@@ -112,7 +110,7 @@ def _cancel(args: argparse.Namespace) -> int:
     text = str(args.id).strip().lstrip("#")
     if not text.isdigit():
         raise InvalidInputError(f"{args.id!r} is not a reminder number; see `lore remind list`")
-    with _runtime(args) as lore:
+    with runtime(args) as lore:
         reminder = lore.reminders.cancel(
             args.session, int(text), by=lore.config.user_name, now=lore.clock.now()
         )
@@ -121,14 +119,3 @@ def _cancel(args: argparse.Namespace) -> int:
     else:
         print(f"Cancelled reminder #{reminder.id}: {reminder.text}")
     return 0
-
-
-@contextmanager
-def _runtime(args: argparse.Namespace) -> Iterator[Lore]:
-    """The runtime for one command, with the database closed afterwards."""
-    lore = load_runtime(args)
-    try:
-        yield lore
-    finally:
-        if "db" in lore.__dict__:
-            lore.db.close()
