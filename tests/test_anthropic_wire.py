@@ -17,6 +17,7 @@ from lore.config import Config, ModelSpec
 from lore.errors import (
     AuthenticationError,
     ConfigError,
+    ProviderError,
     ProviderResponseError,
     ProviderServerError,
     RateLimitError,
@@ -314,6 +315,14 @@ async def test_rate_limit_error_event_is_a_rate_limit_error() -> None:
     body = sse(message_start(), *text_block(0, "x"), event)
     with pytest.raises(RateLimitError):
         await run(provider(lambda request: stream_response(body)))
+
+
+async def test_an_unknown_error_event_is_one_line() -> None:
+    event = {"type": "error", "error": {"type": "new_error", "message": "it broke\n  badly\n"}}
+    body = sse(message_start(), event)
+    with pytest.raises(ProviderError) as caught:
+        await run(provider(lambda request: stream_response(body)))
+    assert str(caught.value) == "Anthropic reported an error: it broke badly"
 
 
 async def test_http_529_with_retry_after_is_retried_after_that_delay() -> None:

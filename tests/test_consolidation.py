@@ -24,6 +24,7 @@ from lore.memory.consolidation import (
 )
 from lore.memory.flush import FLUSH_PROMPT
 from lore.memory.history import History
+from lore.search.sources import chunk_markdown
 from lore.sessions.closing import close_session
 from lore.sessions.keys import key_to_filename
 
@@ -51,8 +52,8 @@ async def quiet(config: Config, clock: FixedClock) -> AsyncIterator[tuple[Lore, 
     await runtime.aclose()
 
 
-def _long_session(lore: Lore, turns: int = 12) -> list[Message]:
-    session = lore.session(KEY)
+def _long_session(lore: Lore, turns: int = 12, key: str = KEY) -> list[Message]:
+    session = lore.session(key)
     for i in range(turns):
         session.append(
             [
@@ -126,6 +127,28 @@ async def test_a_pass_summarises_the_oldest_whole_turns_into_history(
     assert f"question {done.end // 2 - 1}" in sent and f"question {done.end // 2} " not in sent
 
 
+async def test_the_summariser_reads_the_users_local_time_not_utc(
+    quiet: tuple[Lore, ScriptedProvider],
+) -> None:
+    lore, model = quiet  # in Asia/Taipei: 23:30 UTC on Nov 30 is 07:30 on Dec 1
+    session = lore.session(KEY)
+    for i in range(12):
+        stamp = f"2026-11-30T23:{i:02d}:00+00:00"
+        session.append(
+            [
+                {"role": "user", "content": f"今天是我生日 {i} " + "字" * 40, "timestamp": stamp},
+                {"role": "assistant", "content": "生日快乐 " + "ok " * 40, "timestamp": stamp},
+            ]
+        )
+    model.fail(ProviderServerError("down", status=503))
+    done = await maybe_consolidate(lore, session, system_tokens=100)
+    assert done is not None and done.raw
+    sent = model.requests[0].messages[0]["content"]
+    assert "[2026-12-01 07:00] user: 今天是我生日 0" in sent and "2026-11-30" not in sent
+    (entry,) = History(lore.workspace.memory_dir).entries()
+    assert "[2026-12-01 07:00]" in entry.content  # the [RAW] entry Dream will read
+
+
 async def test_a_failed_summary_leaves_a_bounded_raw_entry_and_moves_on(
     quiet: tuple[Lore, ScriptedProvider],
 ) -> None:
@@ -177,6 +200,22 @@ async def test_repeated_failures_put_the_raw_messages_in_the_raw_archive(
     done = await maybe_consolidate(lore, session, system_tokens=100)
     assert done is not None and not done.raw
     assert session.meta.extra["consolidation_failures"] == 0
+
+
+async def test_a_groups_raw_archive_is_searchable_only_in_its_own_scope(
+    quiet: tuple[Lore, ScriptedProvider],
+) -> None:
+    lore, model = quiet
+    group = "line:group:family"
+    lore.config = replace(lore.config, consolidation=ConsolidationConfig(max_failures=1))
+    _long_session(lore, turns=12, key=group)
+    model.fail(ProviderServerError("down", status=503))
+    done = await maybe_consolidate(lore, lore.session(group), system_tokens=100)
+    assert done is not None and done.raw
+    text = (lore.workspace.memory_dir / "2026-11-30-raw-archive.md").read_text(encoding="utf-8")
+    chunks = chunk_markdown(text)
+    assert any("question 0" in chunk.text for chunk in chunks)
+    assert {chunk.scope for chunk in chunks if "question" in chunk.text} == {group}
 
 
 async def test_a_session_closed_during_the_pass_keeps_its_fresh_window(

@@ -207,6 +207,18 @@ async def test_other_scopes_never_feed_dream(lore: Lore, model: ScriptedProvider
     assert _history(lore).dream_cursor() == last
 
 
+async def test_dream_reads_history_in_the_users_local_time(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    _note(lore, "John likes tea.")  # noted at 09:00 UTC, 17:00 in Asia/Taipei
+    model.reply("no changes")
+    await run_dream(lore)
+    assert (
+        "[2026-11-30 17:00 · cli:default] John likes tea."
+        in model.requests[0].messages[0]["content"]
+    )
+
+
 async def test_only_other_scopes_pending_is_nothing_new(
     lore: Lore, model: ScriptedProvider
 ) -> None:

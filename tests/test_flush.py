@@ -16,6 +16,7 @@ from lore.llm.scripted import ScriptedProvider
 from lore.memory.consolidation import CONSOLIDATION_PROMPT, maybe_consolidate
 from lore.memory.flush import FLUSH_PROMPT
 from lore.memory.history import History
+from lore.search.sources import chunk_markdown
 
 KEY = "cli:default"
 
@@ -87,6 +88,19 @@ async def test_a_second_flush_appends_under_its_own_heading(
     assert text.count("# 2026-11-30\n") == 1
     assert "## 17:00 · cli:default\n\n- first" in text
     assert "## 17:05 · telegram:42\n\n- second" in text
+
+
+async def test_a_groups_notes_stay_in_the_groups_scope_whatever_headings_the_model_writes(
+    small: tuple[Lore, ScriptedProvider],
+) -> None:
+    lore, model = small
+    group = "line:group:family"
+    _fill(lore, group)
+    model.reply("## Decisions\n- 全家五月去花莲\n#\u3000计划\n- 订火车票").reply("摘要")
+    await maybe_consolidate(lore, lore.session(group), system_tokens=100)
+    chunks = chunk_markdown(_daily(lore))
+    assert any("花莲" in chunk.text for chunk in chunks)
+    assert {chunk.scope for chunk in chunks} == {group}
 
 
 async def test_nothing_durable_writes_no_note(small: tuple[Lore, ScriptedProvider]) -> None:

@@ -50,3 +50,40 @@ def test_window_skips_consolidated_messages() -> None:
 def test_window_of_only_assistant_messages_is_empty() -> None:
     messages = [{"role": "assistant", "content": "reminder"}]
     assert history_window(messages, start=0, budget=100, count=_count).messages == []
+
+
+def test_a_tool_call_without_all_its_results_never_reaches_the_model() -> None:
+    # A crash tore the turn's last lines (or one was corrupt and skipped): the call to c1
+    # lost one of its two results, and a result of c9 lost its call.
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "remind me and note it"},
+        {
+            "role": "assistant",
+            "content": "On it.",
+            "tool_calls": [
+                {"id": "c1", "name": "set_reminder", "arguments": "{}"},
+                {"id": "c2", "name": "remember", "arguments": "{}"},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Reminder #1 set"},
+        {"role": "user", "content": "and?"},
+        {"role": "tool", "tool_call_id": "c9", "content": "stray"},
+        *_turn(5),
+    ]
+    window = history_window(messages, start=0, budget=10_000, count=_count)
+    assert window.messages == [
+        {"role": "user", "content": "remind me and note it"},
+        {"role": "assistant", "content": "On it."},
+        {"role": "user", "content": "and?"},
+        *_turn(5),
+    ]
+    assert window.tokens == sum(_count(m) for m in window.messages)
+
+
+def test_an_assistant_message_without_text_or_results_is_left_out() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "note it"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "t"}]},
+    ]
+    window = history_window(messages, start=0, budget=10_000, count=_count)
+    assert window.messages == [{"role": "user", "content": "note it"}]

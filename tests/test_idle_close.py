@@ -8,7 +8,9 @@ from dataclasses import replace
 from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import ConsolidationConfig
+from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
+from lore.memory.session_summary import SUMMARY_PROMPT
 from lore.sessions.closing import close_idle_sessions, close_if_idle, session_archive
 
 KEY = "cli:default"
@@ -125,3 +127,24 @@ async def test_an_explicit_new_does_not_carry_the_summary_over(
     model.reply("Hello.")
     await conversation.turn("hi")
     assert "Archived Context Summary" not in model.requests[-1].system
+
+
+async def test_the_first_turn_after_an_idle_close_knows_where_the_past_is(
+    lore: Lore, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    # `lore chat -m` closes the idle session and runs the turn while the summary is written.
+    old_id = _talk(lore)
+    clock.advance(hours=2)
+
+    def answer(request: ChatRequest) -> Step | str:
+        if request.system == SUMMARY_PROMPT:
+            return Step(text=json.dumps({"slug": "x", "summary": "y"}), delay=0.5)
+        return "Let me look."
+
+    model.respond_with(answer).respond_with(answer)
+    await close_if_idle(lore, KEY)
+    await lore.conversation(KEY, emit=lambda e: None).turn("What did we decide?")
+    system = next(r.system for r in model.requests if r.system.startswith("# Lore"))
+    assert "# Archived Context Summary" in system
+    assert f'session_history(session_id="{old_id}")' in system
+    await lore.background.drain()

@@ -16,6 +16,7 @@ from lore.llm.scripted import ScriptedProvider
 from lore.search import searcher
 from lore.search.rebuild import rebuild
 from lore.search.sources import NOTES_SCOPE, chunk_markdown
+from lore.search.store import Entry
 from lore.sessions.archive import SessionArchive
 from lore.sessions.live import SessionMeta
 
@@ -79,6 +80,65 @@ def test_a_note_keeps_the_scope_it_came_from() -> None:
     assert [(c.scope, c.heading, c.text[:11]) for c in summary] == [
         ("telegram:55", "trip-planning › Summary", "Planned the")
     ]
+
+
+def test_a_heading_written_inside_a_section_cannot_move_its_text_to_another_scope() -> None:
+    # The flush writes model text under "## HH:MM · key"; that text may have headings.
+    daily = (
+        "# 2026-11-29\n\n## 21:40 · telegram:alice\n\n- A party for Bob\n\n"
+        "## Plans\n\n- Buy the cake on Friday\n\n### Notes · telegram:bob\n\n- Hates the gift\n\n"
+        "## 22:10 · cli:default\n\n- Owner's note\n"
+    )
+
+    assert [(c.scope, c.text) for c in chunk_markdown(daily)] == [
+        ("telegram:alice", "- A party for Bob"),
+        ("telegram:alice", "- Buy the cake on Friday"),
+        ("telegram:alice", "- Hates the gift"),
+        ("cli:default", "- Owner's note"),
+    ]
+
+
+def test_a_session_summary_belongs_to_its_session_whatever_its_headings_say() -> None:
+    summary = SUMMARY + "\n## 10:00 · telegram:99\n\n- Passport is in the blue folder\n"
+
+    assert {c.scope for c in chunk_markdown(summary)} == {"telegram:55"}
+
+
+def test_memory_md_belongs_to_the_owner_whatever_its_headings_say(runtime: Lore) -> None:
+    (runtime.workspace.root / "MEMORY.md").write_text(
+        "# Memory\n\n## 21:40 · telegram:99\n\nThe safe code is in the blue folder.\n",
+        encoding="utf-8",
+    )
+
+    assert texts(runtime, "blue folder", "telegram:99") == []
+    assert texts(runtime, "blue folder", "cli:default") == ["The safe code is in the blue folder."]
+
+
+def test_notes_indexed_by_an_earlier_lore_are_read_again_with_the_current_rules(
+    config: Config, clock: FixedClock
+) -> None:
+    first = Lore(config, provider=ScriptedProvider(), clock=clock)
+    note = first.workspace.memory_dir / "2026-11-29.md"
+    note.write_text(
+        "# 2026-11-29\n\n## 21:40 · telegram:alice\n\n## Plans\n\n- Alice buys the cake\n",
+        encoding="utf-8",
+    )
+    search = searcher(first)
+    search.refresh(files=True)
+    # How an earlier Lore indexed it: the model's "## Plans" moved the line to the owner.
+    at = search.index.fetch([1])[1].at
+    search.index.put(
+        [Entry(NOTES_SCOPE, "note", "memory/2026-11-29.md", 7, at, "- Alice buys the cake")]
+    )
+    assert texts(first, "cake", "cli:default") == ["- Alice buys the cake"]
+    first.db.conn.execute("PRAGMA user_version = 3")
+    first.db.close()
+
+    upgraded = Lore(config, provider=ScriptedProvider(), clock=clock)
+
+    assert texts(upgraded, "cake", "cli:default") == []
+    assert texts(upgraded, "cake", "telegram:alice") == ["- Alice buys the cake"]
+    upgraded.db.close()
 
 
 def test_notes_are_searched_only_from_their_scope(runtime: Lore) -> None:

@@ -113,6 +113,17 @@ def test_export_then_import_round_trips_exactly(
     )
 
 
+def test_an_export_saved_again_by_an_editor_with_a_byte_order_mark_imports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run(capsys, "add", "John lives in Hualien")
+    exported = run(capsys, "export")[1]
+    dump = tmp_path / "edited.jsonl"
+    dump.write_text(exported, encoding="utf-8-sig")  # what Windows Notepad writes
+    code, out, _ = run(capsys, "import", str(dump), "--home", str(tmp_path / "other"))
+    assert (code, out) == (0, "Imported 1 memories.\n")
+
+
 def test_content_over_500_characters_is_one_line_and_changes_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -126,7 +137,13 @@ def test_a_secret_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.parametrize(
-    ("memory_id", "message"), [("42", "no memory #42"), ("abc", "not a memory number")]
+    ("memory_id", "message"),
+    [
+        ("42", "no memory #42"),
+        ("abc", "not a memory number"),
+        ("²", "not a memory number"),
+        ("99999999999999999999999", "no memory #99999999999999999999999"),
+    ],
 )
 def test_forgetting_an_unknown_id_is_one_line_and_changes_nothing(
     capsys: pytest.CaptureFixture[str], memory_id: str, message: str
@@ -156,3 +173,21 @@ def test_importing_a_missing_file_is_one_line(
 def test_a_bad_expiry_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert_one_line_error(*run(capsys, "add", "x", "--expires", "soon"), "use YYYY-MM-DD")
     assert listed(capsys) == []
+
+
+@pytest.mark.parametrize("limit", ["0", "-5", "100000000000000000000"])
+def test_a_search_limit_out_of_range_is_one_line(
+    capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["memory", "search", "x", "--limit", limit])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and out == ""
+    assert "--limit" in err and "between 1 and 100" in err and "Traceback" not in err
+
+
+def test_an_expiry_already_past_is_refused_rather_than_stored_unseen(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert_one_line_error(*run(capsys, "add", "x", "--expires", "2020-01-01"), "already past")
+    assert run(capsys, "export")[1] == ""

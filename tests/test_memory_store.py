@@ -100,6 +100,12 @@ def test_empty_content_is_refused(store: MemoryStore) -> None:
         ("пароль: qwerty123", "password"),
         ("visa 4111 1111 1111 1111 exp 12/29", "card number"),
         ("token Xk9fP2mQ7vL3nR8sT1wY6zB4cD0eF5gH", "token"),
+        ("the wifi password for the guest network is Zk84mq", "password"),
+        ("家里wifi密码 83920174", "password"),
+        ("пароль от wifi — qwerty123", "password"),
+        ("пароль для входа в банк — Zx81", "password"),
+        ("PIN is 4821", "PIN"),
+        ("my locker pass: 3141", "PIN"),
     ],
 )
 def test_what_looks_like_a_secret_is_refused_with_an_explanation(
@@ -122,6 +128,14 @@ def test_what_looks_like_a_secret_is_refused_with_an_explanation(
         "order 4111 1111 1111 1112 shipped",  # fails Luhn
         "commit 3f2a9c0d1e4b5a6978877665544332211ffeeddcc",
         "John lives in Hualien",
+        # Phone numbers pass Luhn one time in ten; no card number starts with 0, 1, 7-9.
+        "Mom's phone is +86 138 1234 5678",
+        "妈妈的手机 0086 138 1234 5678",
+        "Office line 8 800 555 35 35 ext 4",
+        "Our ski pass was expensive this year",
+        "The pin is under the doormat",
+        "密码学是他的专业",
+        "密码错误3次就会锁定",
     ],
 )
 def test_ordinary_text_is_not_mistaken_for_a_secret(store: MemoryStore, text: str) -> None:
@@ -240,6 +254,16 @@ def test_forget_of_an_unknown_or_already_forgotten_id_is_not_found(store: Memory
             store.forget(HOME, unknown, by="john", via="tool", now=NOW)
 
 
+def test_an_id_beyond_what_sqlite_can_hold_is_simply_not_found(store: MemoryStore) -> None:
+    huge = 10**30
+    with pytest.raises(NotFoundError, match=f"no memory #{huge}"):
+        store.forget(HOME, huge, by="john", via="tool", now=NOW)
+    with pytest.raises(NotFoundError):
+        store.supersede(HOME, huge, "x", author="john", via="tool", now=NOW)
+    with pytest.raises(NotFoundError):
+        store.history(HOME, -(10**30))
+
+
 def test_get_and_history_of_another_scope_are_not_found(store: MemoryStore) -> None:
     memory_id = note(store, "I drink tea")
     with pytest.raises(NotFoundError):
@@ -300,6 +324,11 @@ def test_import_into_another_scope_takes_new_ids(store: MemoryStore) -> None:
         (
             '{"content": "pin: 9911", "author": "a", "created_at": "2026-01-01T00:00:00Z"}',
             "line 2: refused",
+        ),
+        (
+            '{"id": 99999999999999999999, "content": "x", "author": "a",'
+            ' "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2 is not a memory: id must be a positive integer",
         ),
     ],
 )

@@ -129,7 +129,7 @@ async def test_forget_of_another_scopes_memory_changes_nothing(lore: Lore) -> No
     assert lore.memory.get("line:group:family", theirs.id).content == "Mom lands Thursday"
 
 
-@pytest.mark.parametrize("bad", [True, "twelve", -3, None, [1]])
+@pytest.mark.parametrize("bad", [True, "twelve", -3, None, [1], "²"])
 async def test_forget_with_a_malformed_id_is_a_clear_error(lore: Lore, bad: object) -> None:
     result = await call(lore, context(lore), "forget", id=bad)
     assert result.is_error and "'id' must be a memory id" in result.content
@@ -215,9 +215,10 @@ async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Lore) -> No
     assert await conversation.command("/forget 999") == (
         "Nothing forgotten: there is no memory #999 in this conversation"
     )
-    assert await conversation.command("/forget abc") == (
-        "Usage: /forget ID (the number after # in /memory)"
-    )
+    for bad in ("abc", "²"):  # "²".isdigit() is true, yet int() refuses it
+        assert await conversation.command(f"/forget {bad}") == (
+            "Usage: /forget ID (the number after # in /memory)"
+        )
     assert await conversation.command(f"/forget #{memory.id}") == f"Forgot #{memory.id}."
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 

@@ -21,6 +21,7 @@ from lore.errors import (
     BadRequestError,
     ConfigError,
     ProviderConnectionError,
+    ProviderError,
     ProviderResponseError,
     ProviderServerError,
 )
@@ -152,6 +153,53 @@ async def test_text_and_tool_call_deltas_are_assembled_across_chunks() -> None:
         usage=Usage(input_tokens=42, output_tokens=17),
         finish_reason="tool_calls",
     )
+
+
+def call_delta(index: int | None = None, **fields: Any) -> dict[str, Any]:
+    delta: dict[str, Any] = {} if index is None else {"index": index}
+    if "id" in fields:
+        delta["id"] = fields.pop("id")
+    delta["function"] = fields
+    return chunk({"tool_calls": [delta]})
+
+
+async def tool_calls_of(*chunks: dict[str, Any]) -> list[ToolCall]:
+    body = sse(*chunks, chunk({}, "tool_calls"))
+    events = await run(provider(lambda request: stream_response(body)))
+    final = events[-1]
+    assert isinstance(final, Completion)
+    return final.tool_calls
+
+
+async def test_parallel_calls_that_all_say_index_0_stay_apart() -> None:
+    # Ollama numbers every call of a parallel batch 0; each new call has its own id.
+    calls = await tool_calls_of(
+        call_delta(0, id="call_a", name="memory_search", arguments=""),
+        call_delta(0, arguments='{"query": '),
+        call_delta(0, arguments='"tea"}'),
+        call_delta(0, id="call_b", name="list_reminders", arguments=""),
+        call_delta(0, arguments="{}"),
+    )
+
+    assert calls == [
+        ToolCall("call_a", "memory_search", '{"query": "tea"}'),
+        ToolCall("call_b", "list_reminders", "{}"),
+    ]
+
+
+async def test_calls_without_an_index_or_with_their_id_repeated_are_assembled() -> None:
+    calls = await tool_calls_of(
+        call_delta(id="call_a", name="remember", arguments='{"content": "x"}'),
+        call_delta(id="call_b", name="forget", arguments='{"id": 3}'),
+        call_delta(1, id="call_c", name="memory_search", arguments='{"query"'),
+        call_delta(1, id="call_c", arguments=': "tea"}'),
+    )
+
+    assert calls == [
+        ToolCall("call_a", "remember", '{"content": "x"}'),
+        ToolCall("call_b", "forget", '{"id": 3}'),
+        ToolCall("call_c", "memory_search", '{"query": "tea"}'),
+    ]
 
 
 async def test_request_body_translates_canonical_messages_and_tools() -> None:
@@ -318,6 +366,24 @@ async def test_error_object_inside_the_stream_is_classified_by_its_code() -> Non
     with pytest.raises(ProviderServerError) as caught:
         await run(provider(lambda request: stream_response(body)))
     assert caught.value.status == 502
+
+
+async def test_an_error_code_sent_as_text_is_classified_and_retried_before_any_text() -> None:
+    # LiteLLM's proxy sends "code": "429"; the retry decision must still see a 429.
+    replies = [
+        sse({"error": {"message": "Rate limit\nreached", "code": "429"}}, done=False),
+        text_reply("hello"),
+    ]
+    sleeps = Sleeps()
+    events = await run(provider(lambda request: stream_response(replies.pop(0)), sleeps))
+    assert texts(events) == "hello" and len(sleeps.delays) == 1
+
+
+async def test_an_unclassified_error_inside_the_stream_is_one_line() -> None:
+    body = sse({"error": {"message": "model crashed\n  at layer 3\n", "code": "oops"}})
+    with pytest.raises(ProviderError) as caught:
+        await run(provider(lambda request: stream_response(body)))
+    assert "\n" not in str(caught.value) and "model crashed at layer 3" in str(caught.value)
 
 
 async def test_malformed_data_line_raises_response_error() -> None:

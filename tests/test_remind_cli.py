@@ -95,7 +95,9 @@ def test_cancel_removes_it_from_the_pending_list(capsys: pytest.CaptureFixture[s
         (["add", "x"], "needs a time"),
         (["add", "   ", "--when", "in 5 minutes"], "needs some text"),
         (["cancel", "7"], "no reminder #7"),
+        (["cancel", "99999999999999999999999"], "no reminder #99999999999999999999999"),
         (["cancel", "soon"], "not a reminder number"),
+        (["cancel", "²"], "not a reminder number"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_exit_1_and_nothing_stored(
@@ -135,3 +137,27 @@ def test_serve_once_delivers_what_fell_due_into_the_session(
     assert message["content"].startswith("⏰ Reminder for @john: water the plants (late)")
     assert [r["status"] for r in listed(capsys, "--all")] == ["delivered"]
     assert run(capsys, "serve", "--once")[1] == ""  # nothing twice
+
+
+def test_a_delivery_line_that_cannot_be_printed_does_not_deliver_the_reminder_again(
+    capsys: pytest.CaptureFixture[str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError("stdout is gone")
+
+        def flush(self) -> None:
+            raise BrokenPipeError("stdout is gone")
+
+    now = datetime.now(UTC)
+    db = Database(home / "lore.db")
+    ReminderStore(db).add("cli:default", "john", "water the plants", now - timedelta(minutes=5),
+                          timezone="Asia/Taipei", now=now - timedelta(minutes=10))  # fmt: skip
+    db.close()
+    with monkeypatch.context() as patch:
+        patch.setattr("sys.stdout", ClosedPipe())
+        main(["serve", "--once"])
+    main(["serve", "--once"])
+
+    assert len(LiveSession(home / "sessions", "cli:default").messages) == 1
+    assert [r["status"] for r in listed(capsys, "--all")] == ["delivered"]

@@ -81,6 +81,12 @@ def test_an_unknown_id_is_not_found(store: ReminderStore) -> None:
         store.cancel("cli:default", 999, by="john", now=NOW)
 
 
+def test_an_id_beyond_what_sqlite_can_hold_is_not_found(store: ReminderStore) -> None:
+    for huge in (10**30, -(10**30)):
+        with pytest.raises(NotFoundError, match=f"no reminder #{huge}"):
+            store.cancel("cli:default", huge, by="john", now=NOW)
+
+
 @pytest.mark.parametrize(("text", "reason"), [("   ", "needs some text"), ("x" * 1001, "limit")])
 def test_empty_or_oversized_text_is_refused_and_nothing_stored(
     store: ReminderStore, text: str, reason: str

@@ -144,6 +144,16 @@ async def test_cancel_reminder_refuses_a_non_number(lore: Lore) -> None:
     assert result.is_error and "reminder number" in result.content
 
 
+@pytest.mark.parametrize("bad", [True, 1.5, 10**30, "1e3"])
+async def test_cancel_reminder_refuses_what_is_not_a_reminder_number(lore: Lore, bad: Any) -> None:
+    await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
+
+    result = await call(lore, "cancel_reminder", id=bad)
+
+    assert result.is_error
+    assert [r.status for r in lore.reminders.list("line:group:family")] == ["pending"]
+
+
 def test_descriptions_fence_reminders_from_memories(lore: Lore) -> None:
     tools = {tool.name: tool for tool in make_tools(lore)}
     assert set(tools) == {"set_reminder", "list_reminders", "cancel_reminder"}

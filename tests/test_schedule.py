@@ -95,6 +95,7 @@ def test_a_missing_time_or_day_comes_from_the_first_fire_time() -> None:
         ("0 0 30 2 *", "never fires"),
         ("0 0 31 4,6,9,11 *", "never fires"),
         ("cron 61 * * * *", "out of range"),
+        ("cron ² * * * *", "cannot read"),  # "²".isdigit(), yet int() refuses it
         ("cron 0 9 * *", "5 fields"),
         ("every 30s", "unknown recurrence"),
         ("every 0m", "too frequent"),

@@ -249,6 +249,24 @@ async def test_a_failed_delivery_is_retried_on_the_next_run(
     assert [d.id for d in await scheduler.run_once(due + timedelta(minutes=1))] == [reminder_id]
 
 
+async def test_a_stop_mid_batch_leaves_every_undelivered_reminder_for_the_next_run(
+    store: ReminderStore, inbox: Inbox
+) -> None:
+    first, second, third = (remind(store, f"in {n} minutes", text=f"r{n}") for n in (1, 2, 3))
+
+    async def stopped_on_the_second(due: DueReminder) -> None:
+        if due.id == second:
+            raise asyncio.CancelledError
+        await inbox(due)
+
+    due = NOW + timedelta(minutes=5)
+    with pytest.raises(asyncio.CancelledError):
+        await Scheduler(store, FixedClock(NOW), stopped_on_the_second).run_once(due)
+    await Scheduler(store, FixedClock(NOW), inbox).run_once(due)
+
+    assert inbox.ids == [first, second, third]
+
+
 # -- sleeping and waking -------------------------------------------------------------------
 
 

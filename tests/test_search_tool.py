@@ -85,6 +85,23 @@ async def test_memories_are_found_with_their_id(lore: Lore) -> None:
     assert "memory #1" in result.content and "John's blood type is O+" in result.content
 
 
+async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Lore) -> None:
+    # Beyond the block's window ("N older memories not shown") search is the only way
+    # the model sees an id; an id it was shown there is one it may forget.
+    memory, _ = lore.memory.remember(
+        HOME, "John's blood type is O+", author="john", via="cli", now=lore.clock.now()
+    )
+    ctx = context(lore)
+    forget = ToolCall("c2", "forget", json.dumps({"id": memory.id}))
+    assert (await lore.tools.call(forget, ctx)).is_error  # not shown yet
+
+    await call(lore, ctx, query="blood type")
+    result = await lore.tools.call(forget, ctx)
+
+    assert not result.is_error, result.content
+    assert lore.memory.active(HOME, now=lore.clock.now()) == []
+
+
 async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
     now = lore.clock.now()
     lore.memory.remember(

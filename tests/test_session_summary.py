@@ -9,10 +9,16 @@ from lore.agent.conversation import Conversation
 from lore.app import Lore
 from lore.config import SessionMemoryConfig
 from lore.errors import ProviderServerError
+from lore.files import try_lock
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.history import History
-from lore.memory.session_summary import SUMMARY_PROMPT, write_session_summary
-from lore.sessions.closing import close_session, session_archive
+from lore.memory.session_summary import (
+    SUMMARY_PROMPT,
+    read_summary_section,
+    write_session_summary,
+)
+from lore.search.sources import chunk_markdown
+from lore.sessions.closing import close_if_idle, close_session, schedule_summary, session_archive
 
 KEY = "cli:default"
 
@@ -63,6 +69,21 @@ async def test_the_summary_links_to_transcript_and_index_and_they_link_back(
     request = model.requests[-1]
     assert request.system == SUMMARY_PROMPT and request.json_mode
     assert "Book the train" in request.messages[0]["content"]
+
+
+async def test_headings_in_the_summary_never_cut_it_short_or_change_its_scope(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "我周五去花莲", "帮我订火车票")
+    model.reply(_summary(summary="## 计划 · 10:30\n周五去花莲\n## 待办\n订火车票"))
+    await _close(lore, conversation)
+    (entry,) = session_archive(lore).entries()
+    assert entry.memory_path is not None
+    path = lore.config.home / entry.memory_path
+    summary = read_summary_section(path)
+    assert summary is not None and "周五去花莲" in summary and "订火车票" in summary
+    chunks = chunk_markdown(path.read_text(encoding="utf-8"))
+    assert {chunk.scope for chunk in chunks} == {KEY}
 
 
 async def test_the_summary_reaches_history_for_dream(lore: Lore, model: ScriptedProvider) -> None:
@@ -160,3 +181,64 @@ async def test_two_sessions_closed_in_one_minute_never_overwrite(
         "workspace/memory/2026-11-30-1700-hualien-trip-2.md",
         "workspace/memory/2026-11-30-1700-hualien-trip.md",
     ]
+
+
+async def test_a_summary_a_kill_interrupted_is_written_at_the_next_start(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
+    close_session(lore, KEY)  # archived and indexed; the process died before the summary
+    model.reply(_summary())
+    await close_if_idle(lore, KEY)  # what every chat start runs
+    await lore.background.drain()
+    (entry,) = session_archive(lore).entries()
+    assert entry.summary == "written" and entry.memory_path is not None
+    await close_if_idle(lore, KEY)  # the next start finds nothing left to do
+    await lore.background.drain()
+    assert len(model.requests) == 3  # two turns, one summary
+    assert conversation.session.messages == []
+
+
+async def test_a_summary_is_written_once_however_often_it_is_asked_for(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    await _chat(lore, model, "one", "two")
+    entry = close_session(lore, KEY)
+    assert entry is not None
+    with try_lock(lore.config.sessions_dir / "_summaries.lock"):
+        # Another process is writing it: this one leaves it alone.
+        assert (await write_session_summary(lore, entry)).summary == "pending"
+    model.reply(_summary())
+    schedule_summary(lore, entry)
+    schedule_summary(lore, entry)
+    await lore.background.drain()
+    assert (await write_session_summary(lore, entry)).summary == "written"
+    assert len(model.requests) == 3
+    assert len(History(lore.workspace.memory_dir).entries()) == 1
+
+
+async def test_a_session_closed_again_with_more_messages_gets_a_new_summary(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    def crash_before_reset(step: str) -> None:
+        if step == "index_written":
+            raise RuntimeError(step)
+
+    await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
+    session = lore.session(KEY)
+    try:
+        close_session(lore, KEY, fault=crash_before_reset)
+    except RuntimeError:
+        pass
+    (first,) = session_archive(lore).entries()
+    model.reply(_summary())
+    assert (await write_session_summary(lore, first)).summary == "written"
+    session.append([{"role": "user", "content": "And a hotel in Taitung"}])
+    again = close_session(lore, KEY)
+    assert again is not None
+    (pending,) = session_archive(lore).entries()
+    assert pending.summary == "pending" and pending.memory_path is not None  # the old one
+    model.reply(_summary("hualien-and-taitung", "Trains to Hualien, a hotel in Taitung."))
+    done = await write_session_summary(lore, again)
+    assert done.summary == "written" and done.memory_path is not None
+    assert "Taitung" in (lore.config.home / done.memory_path).read_text(encoding="utf-8")

@@ -72,3 +72,12 @@ def test_one_odd_reply_does_not_swing_the_ratio() -> None:
     counter = TokenCounter("anthropic/claude-x")
     counter.calibrate(100, 200)
     assert 1.0 < counter.ratio < 1.5
+
+
+def test_estimate_counts_russian_about_two_characters_a_token() -> None:
+    from lore.llm.tokens import estimate_tokens
+
+    russian = "Пользователь пьёт чай без сахара, а не кофе. Напомни мне через 10 минут."
+    # cl100k gives about one token per two characters of Russian; never estimate far below.
+    assert estimate_tokens(russian) >= len(russian) // 2 - 5
+    assert estimate_tokens("The user drinks tea without sugar.") <= 10

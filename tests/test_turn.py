@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from lore.agent.context import IDENTITY
 from lore.agent.conversation import CompletedTurn, Conversation, UnknownCommand
 from lore.agent.events import Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
+from lore.agent.loop import TurnResult
 from lore.app import Lore
-from lore.errors import AuthenticationError
+from lore.errors import AuthenticationError, ProviderServerError
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.tools.base import ToolContext
 
@@ -85,6 +87,22 @@ async def test_memory_md_is_injected_only_when_edited(lore: Lore, model: Scripte
     (lore.config.workspace / "MEMORY.md").write_text("# Memory\n\n- Project Lore uses SQLite.\n")
     await conversation.turn("two")
     assert "Project Lore uses SQLite." in model.requests[1].system
+
+
+async def test_the_owners_user_md_and_memory_md_never_reach_another_conversation(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    workspace = lore.workspace.root
+    (workspace / "USER.md").write_text("# User\n\nJohn, lives at 12 Zhongshan Rd.\n")
+    (workspace / "MEMORY.md").write_text("# Memory\n\n- John is job hunting in secret.\n")
+    (workspace / "SOUL.md").write_text("# Soul\n\nSpeak like a pirate.\n")
+    model.reply("a").reply("b")
+    await _conversation(lore, [], key="line:group:family").turn("大家好")
+    await _conversation(lore, []).turn("hi")
+    group, owner = model.requests[0].system, model.requests[1].system
+    assert "Zhongshan" not in group and "job hunting" not in group
+    assert "Speak like a pirate." in group  # how Lore behaves is not about the owner
+    assert "Zhongshan" in owner and "job hunting" in owner
 
 
 async def test_unknown_tool_gets_an_error_result_and_the_turn_finishes(
@@ -179,6 +197,27 @@ async def test_provider_failure_keeps_the_user_message_and_reports_one_line(
     ]
 
 
+async def test_a_turn_failing_after_a_tool_round_keeps_what_the_tools_did(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    model.tool_call("set_reminder", {"text": "call mom", "when": "2026-12-01T09:00:00+08:00"})
+    model.fail(ProviderServerError("openai is unavailable (HTTP 503)", status=503))
+    events: list[Event] = []
+    assert await _conversation(lore, events).turn("remind me to call mom tomorrow 9am") is None
+    assert any(isinstance(e, ReplyFailed) for e in events)
+    assert any(isinstance(e, Notice) and "reminder #1 set" in e.text for e in events)
+    stored = lore.session("cli:default").messages
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool"]
+    assert stored[0]["unanswered"] is True
+    assert stored[2]["tool_call_id"] == stored[1]["tool_calls"][0]["id"]
+    assert "Reminder #1 set" in stored[2]["content"]
+    # The retry sees the reminder is already set, as a legal tool exchange.
+    model.reply("It is already set.")
+    await _conversation(lore, []).turn("did it work?")
+    sent = model.requests[-1].messages
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+
+
 async def test_background_work_does_not_delay_the_reply(
     lore: Lore, model: ScriptedProvider
 ) -> None:
@@ -239,3 +278,32 @@ async def test_history_window_stays_within_the_context_budget(
     assert total <= 6000 - min(lore.config.max_output_tokens, 6000 // 4)
     assert last.messages[0]["role"] == "user"
     assert last.messages[-1]["content"].startswith("message 29")
+
+
+async def test_prompt_and_reply_together_fit_the_context_window(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    # OpenAI (gpt-4: 8,192) and vLLM refuse a request whose prompt and max_tokens together
+    # pass the window, so the reply may use only the room the budget kept for it.
+    model.context_window = 8192
+    model.default = Step(text="好 " * 200)
+    conversation = _conversation(lore, [])
+    for i in range(30):
+        await conversation.turn(f"第{i}条消息 " + "字" * 600)
+    specs = json.dumps([vars(spec) for spec in lore.tools.specs()], ensure_ascii=False)
+    for request in model.requests:
+        if request.system.startswith(IDENTITY):
+            prompt = lore.tokens.count_messages(request.messages, request.system)
+            assert prompt + lore.tokens.count(specs) + request.max_tokens <= 8192
+
+
+async def test_a_message_starting_with_a_path_goes_to_the_model_not_the_command_table(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    conversation = _conversation(lore, [])
+    model.reply("It maps host names to addresses.")
+    result = await conversation.send("/etc/hosts 是干什么的？")
+    assert isinstance(result, TurnResult) and result.text.startswith("It maps")
+    assert model.requests[0].messages[-1]["content"] == "/etc/hosts 是干什么的？"
+    assert "Commands:" in str(await conversation.send("/help"))
+    assert "session" in str(await conversation.send("/status\tnow"))

@@ -209,6 +209,40 @@ def test_dateparser_fills_in_what_our_grammars_do_not_cover() -> None:
     assert at("December 25 at 8pm") == "Fri 2026-12-25 20:00"
 
 
+@pytest.mark.parametrize(
+    ("phrase", "expected"),
+    [
+        # A date without a time means 09:00, as "tomorrow" and "12月25日" do, not midnight.
+        ("Dec 25", "Fri 2026-12-25 09:00"),
+        ("25 December", "Fri 2026-12-25 09:00"),
+        ("on the 25th of December", "Fri 2026-12-25 09:00"),
+        ("december 25th at 7pm", "Fri 2026-12-25 19:00"),
+        ("25 декабря", "Fri 2026-12-25 09:00"),
+        ("1 декабря в 18:30", "Tue 2026-12-01 18:30"),
+        # "at 10" after a date is 10:00, never the year 2110 dateparser makes of it.
+        ("May 4 at 10", "Tue 2027-05-04 10:00"),
+        ("4 мая в 10", "Tue 2027-05-04 10:00"),
+        ("friday december 25", "Fri 2026-12-25 09:00"),
+        ("в пятницу 25 декабря в 8 вечера", "Fri 2026-12-25 20:00"),
+    ],
+)
+def test_a_day_of_a_named_month_is_read_in_english_and_russian(phrase: str, expected: str) -> None:
+    assert at(phrase) == expected
+
+
+def test_february_29_means_the_next_leap_year_s() -> None:
+    spring = datetime(2027, 3, 1, 12, 0, tzinfo=TAIPEI)
+    assert at("2月29日", spring) == "Tue 2028-02-29 09:00"
+    assert at("Feb 29", spring) == "Tue 2028-02-29 09:00"
+
+
+def test_a_day_a_named_month_does_not_have_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="not a date"):
+        parse_when("Feb 30", EVENING, TAIPEI)
+    with pytest.raises(InvalidInputError, match="do not agree"):
+        parse_when("thursday december 25", EVENING, TAIPEI)
+
+
 def test_a_naive_now_is_a_programming_error() -> None:
     with pytest.raises(ValueError):
         parse_when("in 10 minutes", datetime(2026, 11, 30, 17, 0), TAIPEI)

@@ -50,6 +50,10 @@ class Background:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def has(self, name: str) -> bool:
+        """Is a job of this name waiting or running?"""
+        return any(task.get_name() == name for task in self._tasks)
+
     @property
     def pending(self) -> int:
         return len(self._tasks)

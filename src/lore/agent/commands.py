@@ -7,6 +7,7 @@ what to show the user (or None). Unknown commands never reach the model.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,6 +19,8 @@ __all__ = ["Command", "CommandRegistry", "Handler", "is_command"]
 
 Handler = Callable[["Conversation", str], Awaitable[str | None]]
 
+_COMMAND = re.compile(r"/[^\W\d_][\w-]*(?:\s|$)")
+
 
 @dataclass(frozen=True)
 class Command:
@@ -28,9 +31,9 @@ class Command:
 
 
 def is_command(text: str) -> bool:
-    """A message is a command when it starts with one slash and a letter ("/help")."""
-    stripped = text.strip()
-    return len(stripped) > 1 and stripped[0] == "/" and stripped[1].isalpha()
+    """A message is a command when its first word is a slash and a name ("/help",
+    "/dream-log abc"); one that starts with a path ("/etc/hosts 是什么?") is a message."""
+    return _COMMAND.match(text.strip()) is not None
 
 
 class CommandRegistry:

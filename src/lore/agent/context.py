@@ -2,7 +2,8 @@
 
 Order: identity; AGENTS/SOUL/USER/TOOLS from the workspace; the tool contract; how
 Lore's memory works; the structured memory block; MEMORY.md; runtime context (time,
-channel, speaker). Stable parts come first so providers can cache the prefix.
+channel, speaker). Stable parts come first so providers can cache the prefix. USER.md
+and MEMORY.md are facts about the owner: only the owner's conversations see them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
     from lore.app import Lore
     from lore.tools.base import ToolContext
 
-__all__ = ["IDENTITY", "TOOL_CONTRACT", "ContextBuilder", "ContextSection"]
+__all__ = ["IDENTITY", "OWNER_FILES", "TOOL_CONTRACT", "ContextBuilder", "ContextSection"]
+
+# The curated files about the owner, shown only in the owner's conversations.
+OWNER_FILES = frozenset({"USER.md", "MEMORY.md"})
 
 # A section contributed by a memory layer: given the turn, its text or None.
 ContextSection = Callable[["ToolContext"], "str | None"]
@@ -43,12 +47,14 @@ class ContextBuilder:
 
     def build(self, ctx: ToolContext, *, tools_enabled: bool = True) -> str:
         parts: list[str] = [IDENTITY]
+        owner = self.lore.config.is_owner_scope(ctx.scope)
         for file in self.lore.workspace.bootstrap():
-            parts.append(f"## {file.name}\n\n{file.content}")
+            if owner or file.name not in OWNER_FILES:
+                parts.append(f"## {file.name}\n\n{file.content}")
         if tools_enabled and self.lore.tools.names():
             parts.append(TOOL_CONTRACT)
         parts.extend(self._memory_sections(ctx, tools_enabled=tools_enabled))
-        memory_md = self.lore.workspace.read("MEMORY.md")
+        memory_md = self.lore.workspace.read("MEMORY.md") if owner else None
         if memory_md:
             parts.append(f"# MEMORY.md (curated notes)\n\n{memory_md}")
         for section in self.lore.context_sections:

@@ -74,11 +74,11 @@ class Conversation:
         return await self.turn(text)
 
     async def command(self, text: str) -> str:
-        name, _, args = text.strip()[1:].partition(" ")
+        name, *args = text.strip()[1:].split(maxsplit=1)
         command = self.lore.commands.get(name)
         if command is None:
             raise UnknownCommand(self.lore.commands.unknown_message(name))
-        return await command.handler(self, args.strip()) or ""
+        return await command.handler(self, args[0] if args else "") or ""
 
     def tool_context(self) -> ToolContext:
         session = self.session
@@ -111,6 +111,7 @@ class Conversation:
             "author": self.author,
             "timestamp": now_iso,
         }
+        rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
         try:
             provider = lore.provider
             system = self.context.build(ctx, tools_enabled=provider.supports_tools)
@@ -129,15 +130,19 @@ class Conversation:
                 ctx=ctx,
                 emit=self.emit,
                 max_rounds=lore.config.max_tool_rounds,
-                max_tokens=lore.config.max_output_tokens,
+                max_tokens=self._reply_tokens(),
                 now_iso=now_iso,
+                on_round=rounds.extend,
             )
         except asyncio.CancelledError:
             self.emit(ReplyFailed("Cancelled.", cancelled=True))
             raise
         except LoreError as exc:
-            # Keep what the user said, even though no reply came.
-            session.append([{**user, "unanswered": True}])
+            # Keep what the user said, even though no reply came, and what the tools
+            # already did (a reminder set, a memory noted), so a retry does not repeat it.
+            session.append([{**user, "unanswered": True}, *rounds])
+            for notice in ctx.notices:
+                self.emit(Notice(notice))
             self.emit(ReplyFailed(str(exc)))
             return None
         session.append([user, *result.messages])
@@ -172,12 +177,17 @@ class Conversation:
         specs = [vars(spec) for spec in self.lore.tools.specs()]
         return self.lore.tokens.count(json.dumps(specs, ensure_ascii=False))
 
+    def _reply_tokens(self) -> int:
+        """Room kept for the reply, and the most it may use: a request whose prompt and
+        max_tokens together pass the context window is refused (OpenAI, vLLM)."""
+        window = self.lore.config.context_window or self.lore.provider.context_window
+        return min(self.lore.config.max_output_tokens, window // 4)
+
     def _history_budget(self, system: str, user: Message) -> int:
         lore = self.lore
         window = lore.config.context_window or lore.provider.context_window
         used = lore.tokens.count_messages([user], system) + self._tool_schema_tokens()
-        reply = min(lore.config.max_output_tokens, window // 4)
-        return max(window - reply - used - _MARGIN_TOKENS, 0)
+        return max(window - self._reply_tokens() - used - _MARGIN_TOKENS, 0)
 
 
 class UnknownCommand(LoreError):

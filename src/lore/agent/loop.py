@@ -1,12 +1,15 @@
 """The tool loop of one turn: call the model, run its tool calls, repeat, up to N rounds.
 
 It works on a copy of the messages and returns what the turn added; the caller decides
-whether to persist it (a cancelled turn persists nothing).
+whether to persist it (a cancelled turn persists nothing). Each finished round (the
+model's calls and all their results) also goes to `on_round`, so a turn that fails
+later can still keep the record of what its tools did.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lore.agent.events import Emit, ReplyFinished, TextDelta, ToolCallEvent
@@ -42,6 +45,7 @@ async def run_tool_loop(
     max_rounds: int,
     max_tokens: int,
     now_iso: str,
+    on_round: Callable[[list[Message]], None] | None = None,
 ) -> TurnResult:
     started = time.monotonic()
     added: list[Message] = []
@@ -69,6 +73,7 @@ async def run_tool_loop(
         if not calls or tools is None:
             break
         rounds += 1
+        round_start = len(added) - 1
         for call in calls:
             result = await tools.call(call, ctx)
             emit(ToolCallEvent(call.name, call.arguments, result.content, result.is_error))
@@ -80,6 +85,8 @@ async def run_tool_loop(
                     "content": result.content,
                 }
             )
+        if on_round is not None:
+            on_round(added[round_start:])
     text = added[-1].get("content") or ""
     usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
     emit(ReplyFinished(text, input_tokens, output_tokens))

@@ -60,7 +60,9 @@ def register(subparsers: Any) -> None:
         "notes and archived sessions: the same search as the model's memory_search tool.",
     )
     search.add_argument("query", metavar="QUERY")
-    search.add_argument("--limit", type=int, default=10, help="at most this many (default 10)")
+    search.add_argument(
+        "--limit", type=_limit, default=10, help="at most this many, 1-100 (default 10)"
+    )
     _shared(search, json_flag=True)
     search.set_defaults(func=_search)
 
@@ -75,6 +77,16 @@ def register(subparsers: Any) -> None:
     imports.set_defaults(func=_import)
 
     parser.set_defaults(func=lambda args: _usage(parser))
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a number between 1 and 100, not {text!r}")
+    return value
 
 
 def _shared(parser: argparse.ArgumentParser, *, json_flag: bool) -> None:
@@ -105,7 +117,7 @@ def _list(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     with runtime(args) as lore:
         now = lore.clock.now()
-        expires = None if args.expires is None else _parse_expiry(args.expires, lore)
+        expires = None if args.expires is None else _parse_expiry(args.expires, lore, now)
         memory, created = lore.memory.remember(
             args.session,
             args.text,
@@ -129,7 +141,7 @@ def _forget(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
 
     text = str(args.id).strip().lstrip("#")
-    if not text.isdigit():
+    if not text.isdecimal():
         raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
     with runtime(args) as lore:
         erased = lore.memory.forget(
@@ -175,9 +187,10 @@ def _import(args: argparse.Namespace) -> int:
 
     try:
         if args.file == "-":
-            lines = sys.stdin.read().splitlines()
+            lines = sys.stdin.read().removeprefix("\ufeff").splitlines()
         else:
-            with open(args.file, encoding="utf-8") as handle:
+            # utf-8-sig: an export re-saved by an editor may start with a byte order mark.
+            with open(args.file, encoding="utf-8-sig") as handle:
                 lines = handle.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {args.file}: {exc}") from None
@@ -203,7 +216,7 @@ def _line(memory: Memory, lore: Lore) -> str:
     return line
 
 
-def _parse_expiry(text: str, lore: Lore) -> datetime:
+def _parse_expiry(text: str, lore: Lore, now: datetime) -> datetime:
     from lore.errors import InvalidInputError
 
     try:
@@ -214,4 +227,7 @@ def _parse_expiry(text: str, lore: Lore) -> datetime:
         moment = moment + timedelta(days=1)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=lore.zone)
+    if moment <= now:
+        # Stored, it would never be shown: say so instead of "Noted".
+        raise InvalidInputError(f"--expires {text!r} is already past")
     return moment

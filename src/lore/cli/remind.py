@@ -108,7 +108,7 @@ def _cancel(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
 
     text = str(args.id).strip().lstrip("#")
-    if not text.isdigit():
+    if not text.isdecimal():
         raise InvalidInputError(f"{args.id!r} is not a reminder number; see `lore remind list`")
     with runtime(args) as lore:
         reminder = lore.reminders.cancel(

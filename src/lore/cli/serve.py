@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+log = logging.getLogger(__name__)
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -57,7 +59,12 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
         await into_session(due)
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""
-        print(f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}", flush=True)
+        line = f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}"
+        try:
+            print(line, flush=True)
+        except OSError as exc:
+            # It is delivered: a failure now would release it and deliver it twice.
+            log.warning("could not print %r: %s", line, exc)
 
     scheduler = Scheduler(lore.reminders, lore.clock, deliver)
     try:

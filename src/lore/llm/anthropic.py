@@ -299,4 +299,5 @@ def _stream_error(data: dict[str, Any]) -> ProviderError:
     status = _ERROR_STATUS.get(str(error.get("type")))
     if status is not None:
         return provider_error_for_status(status, body, provider="Anthropic")
-    return ProviderError(f"Anthropic reported an error: {error.get('message', body)}", body=body)
+    detail = " ".join(str(error.get("message", body)).split())[:200]
+    return ProviderError(f"Anthropic reported an error: {detail}", body=body)

@@ -163,7 +163,8 @@ class _ReplyReader:
     def __init__(self, label: str) -> None:
         self.label = label
         self.text: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
+        self.calls: list[dict[str, str]] = []
+        self._open: dict[int | None, int] = {}  # the wire's index -> the call it continues
         self.usage: Usage | None = None
         self.finish_reason = ""
         self.done = False
@@ -194,14 +195,22 @@ class _ReplyReader:
         return texts
 
     def _add_call_delta(self, delta: dict[str, Any]) -> None:
-        index = delta.get("index")
-        if not isinstance(index, int):
-            # Servers that omit the index send each call whole: a new id is a new call.
-            new_call = bool(delta.get("id")) or not self.calls
-            index = len(self.calls) if new_call else max(self.calls)
-        slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-        if delta.get("id"):
-            slot["id"] = str(delta["id"])
+        # The wire's index says which call a fragment continues, but not every server keeps
+        # to it: Ollama numbers every call of a parallel batch 0, others send no index.
+        # A new id is always a new call; a fragment without one continues its index's call.
+        index = delta.get("index") if isinstance(delta.get("index"), int) else None
+        call_id = str(delta.get("id") or "")
+        position = self._open.get(index)
+        if call_id and (position is None or self.calls[position]["id"] not in ("", call_id)):
+            known = [n for n, call in enumerate(self.calls) if call["id"] == call_id]
+            position = known[0] if known else None
+        if position is None:
+            self.calls.append({"id": "", "name": "", "arguments": ""})
+            position = len(self.calls) - 1
+        self._open[index] = position
+        slot = self.calls[position]
+        if call_id:
+            slot["id"] = call_id
         function = delta.get("function") or {}
         if function.get("name") and not slot["name"]:
             slot["name"] = str(function["name"])
@@ -221,7 +230,7 @@ class _ReplyReader:
                 name=slot["name"],
                 arguments=slot["arguments"],
             )
-            for index, slot in sorted(self.calls.items())
+            for index, slot in enumerate(self.calls)
         ]
         reason = self.finish_reason or ("stop" if self.done else "incomplete")
         if calls and reason == "stop":
@@ -271,10 +280,13 @@ def _stream_error(error: Any, label: str) -> ProviderError:
     """An error object sent inside a 200 stream (OpenRouter, vLLM) keeps its status code."""
     body = json.dumps({"error": error}, ensure_ascii=False)
     code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, str) and code.strip().isdecimal():
+        code = int(code)  # LiteLLM's proxy sends "429"
     if isinstance(code, int) and 400 <= code < 600:
         return provider_error_for_status(code, body, provider=label)
     message = error.get("message") if isinstance(error, dict) else error
-    return ProviderError(f"{label} reported an error mid-reply: {message}", body=body)
+    detail = " ".join(str(message).split())[:200]
+    return ProviderError(f"{label} reported an error mid-reply: {detail}", body=body)
 
 
 def _as_text(content: Any) -> Any:

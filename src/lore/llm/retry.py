@@ -42,7 +42,8 @@ class RetryPolicy:
     max_retries: int = 3
     base_delay: float = 1.0
     max_delay: float = 30.0
-    # A server may ask for a long pause; beyond this the user is better served by an error.
+    # A server may ask for a long pause; wait at most this long before the next try (a
+    # user is waiting), so an unreasonable Retry-After costs a minute, not an hour.
     max_retry_after: float = 60.0
     # Fraction of the backoff that is randomised, so many clients do not retry in step.
     jitter: float = 0.5

@@ -75,7 +75,7 @@ async def _remember(conversation: Conversation, args: str) -> str:
 
 async def _forget(conversation: Conversation, args: str) -> str:
     text = args.strip().lstrip("#")
-    if not text.isdigit():
+    if not text.isdecimal():
         return "Usage: /forget ID (the number after # in /memory)"
     try:
         conversation.lore.memory.forget(

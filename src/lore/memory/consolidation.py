@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
@@ -39,6 +39,7 @@ __all__ = [
     "choose_boundary",
     "consolidate_after_turn",
     "history_budget",
+    "local_minute",
     "maybe_consolidate",
     "render_messages",
 ]
@@ -126,7 +127,7 @@ async def _one_pass(lore: Lore, session: LiveSession, system_tokens: int) -> Con
         failures = 0
     else:
         failures += 1
-        entry = history.append(session.key, _raw_entry(chunk), now=now)
+        entry = history.append(session.key, _raw_entry(chunk, lore.zone), now=now)
         if failures >= settings.max_failures:
             _raw_archive(lore, session.key, chunk, start, failures, now)
     session.refresh()
@@ -169,7 +170,7 @@ async def _summarise(lore: Lore, chunk: Sequence[Message]) -> str | None:
     """The model's summary, or None if it failed, returned nothing or was cut off."""
     request = ChatRequest(
         system=CONSOLIDATION_PROMPT,
-        messages=[{"role": "user", "content": render_messages(chunk)}],
+        messages=[{"role": "user", "content": render_messages(chunk, zone=lore.zone)}],
         max_tokens=_SUMMARY_TOKENS,
         temperature=0,
     )
@@ -186,14 +187,18 @@ async def _summarise(lore: Lore, chunk: Sequence[Message]) -> str | None:
 
 
 def render_messages(
-    messages: Sequence[Message], *, max_chars: int | None = _TOOL_RESULT_CHARS
+    messages: Sequence[Message], *, zone: tzinfo, max_chars: int | None = _TOOL_RESULT_CHARS
 ) -> str:
-    """A plain transcript for a model or a person: one block per message, tools included."""
+    """A plain transcript for a model or a person: one block per message, tools included.
+
+    Times are the user's local time (`zone`): messages store UTC, and a summary that read
+    "23:30" for a Taipei morning would file what was said under the wrong day.
+    """
     blocks: list[str] = []
     for message in messages:
         role = str(message.get("role", "?"))
         content = content_text(message.get("content"))
-        stamp = str(message.get("timestamp", ""))[:16].replace("T", " ")
+        stamp = local_minute(str(message.get("timestamp", "")), zone)
         who = f"{role} ({message['author']})" if message.get("author") else role
         prefix = f"[{stamp}] {who}" if stamp else who
         if role == "tool":
@@ -209,8 +214,19 @@ def render_messages(
     return "\n\n".join(blocks)
 
 
-def _raw_entry(chunk: Sequence[Message]) -> str:
-    text = render_messages(chunk)
+def local_minute(timestamp: str, zone: tzinfo) -> str:
+    """An ISO timestamp as "YYYY-MM-DD HH:MM" in `zone` ("" if it does not parse)."""
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return ""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(zone)
+    return f"{moment:%Y-%m-%d %H:%M}"
+
+
+def _raw_entry(chunk: Sequence[Message], zone: tzinfo) -> str:
+    text = render_messages(chunk, zone=zone)
     if len(text) > _RAW_ENTRY_CHARS:
         cut = len(text) - _RAW_ENTRY_CHARS
         text = f"{text[:_RAW_ENTRY_CHARS]} … ({cut} more characters in the transcript)"
@@ -225,9 +241,11 @@ def _raw_archive(
     memory_dir = lore.workspace.memory_dir
     path = memory_dir / f"{local:%Y-%m-%d}-raw-archive.md"
     lines = [
-        f"## {local:%H:%M} · {key} · messages {start}–{start + len(chunk) - 1}",
+        # The heading the daily notes use too: search reads the section's scope from it.
+        f"## {local:%H:%M} · {key}",
         "",
-        f"Consolidation failed {failures} times in a row; the messages as they were:",
+        f"Consolidation failed {failures} times in a row; messages {start}–"
+        f"{start + len(chunk) - 1} as they were:",
         "",
         *(json.dumps(m, ensure_ascii=False) for m in chunk),
         "",

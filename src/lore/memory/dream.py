@@ -20,12 +20,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import LoreError, ToolError
 from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
+from lore.memory.consolidation import local_minute
 from lore.memory.history import History, HistoryEntry
 from lore.memory.workspace_git import (
     COMMIT_PREFIX,
@@ -192,7 +194,7 @@ async def _rounds(
         timezone=getattr(lore.zone, "key", "UTC"),
         channel="dream",
     )
-    messages: list[Message] = [{"role": "user", "content": _input(entries, files)}]
+    messages: list[Message] = [{"role": "user", "content": _input(entries, files, lore.zone)}]
     used = rounds = 0
     note = ""
     while rounds < settings.max_rounds and used < settings.max_tokens:
@@ -237,10 +239,10 @@ async def _rounds(
     return rounds, used, note
 
 
-def _input(entries: list[HistoryEntry], files: _CuratedFiles) -> str:
-    lines = ["New conversation history, oldest first:", ""]
+def _input(entries: list[HistoryEntry], files: _CuratedFiles, zone: tzinfo) -> str:
+    lines = ["New conversation history, oldest first (the user's local time):", ""]
     for entry in entries:
-        stamp = entry.timestamp[:16].replace("T", " ")
+        stamp = local_minute(entry.timestamp, zone)
         content = entry.content[:_ENTRY_CHARS]
         lines.append(f"[{stamp} · {entry.session_key}] {content}")
     lines += ["", "The curated files as they are now:"]

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore.agent.events import Notice
-from lore.errors import InvalidInputError, LoreError
+from lore.errors import InvalidInputError, LoreError, NotFoundError
 from lore.llm.base import ChatRequest, Provider, complete
-from lore.memory.store import Memory, Source
+from lore.memory.store import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
 
 if TYPE_CHECKING:
     from lore.agent.conversation import CompletedTurn, Conversation
@@ -145,7 +145,7 @@ def candidate_memories(lore: Lore, scope: str, user_text: str) -> list[Memory]:
 
 
 def _exchange(turn: CompletedTurn, candidates: list[Memory]) -> str:
-    lines = [f"#{m.id} [{m.kind}] {m.content}" for m in candidates] or ["(none)"]
+    lines = [f"#{m.id} [{m.kind}] {_fence(m.content)}" for m in candidates] or ["(none)"]
     return (
         "<memories>\n" + "\n".join(lines) + "\n</memories>\n\n"
         f"<user>\n{_fence(turn.user_text)}\n</user>\n\n"
@@ -154,7 +154,7 @@ def _exchange(turn: CompletedTurn, candidates: list[Memory]) -> str:
 
 
 def _fence(text: str) -> str:
-    """Neither side of the exchange can close its own tag."""
+    """No text (either side of the exchange, or a memory) can close or open a tag."""
     return re.sub(r"</?\s*(user|assistant|memories)\s*>", "", text, flags=re.IGNORECASE)
 
 
@@ -235,7 +235,9 @@ def _keywords(value: Any, number: int) -> tuple[str, ...]:
         value = value.split(",")
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
         raise ExtractionRejected(f"operation {number} has malformed keywords")
-    return tuple(k.strip() for k in value if k.strip())
+    # Keywords only help finding the fact: trim what the store would refuse, keep the fact.
+    words = [k.strip() for k in value if k.strip() and len(k.strip()) <= MAX_KEYWORD]
+    return tuple(words[:MAX_KEYWORDS])
 
 
 def apply_ops(
@@ -277,8 +279,9 @@ def apply_ops(
                     store.forget(scope, op.id, by=author, via="extraction", now=now)
                     forgot = True
                     notices.append(f"forgot #{op.id}")
-            except InvalidInputError as exc:
-                # Too long, secret-looking, a bad kind: this op is dropped, the rest stand.
+            except (InvalidInputError, NotFoundError) as exc:
+                # Too long, secret-looking, a bad kind, a memory already gone (forgotten
+                # meanwhile, or deleted by an earlier op): this op is dropped, the rest stand.
                 log.warning("extraction dropped an %s for %s: %s", op.op, scope, exc)
     if forgot:
         lore.db.checkpoint()  # erase the forgotten text from the WAL as well

@@ -35,15 +35,24 @@ _KEY_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
-# "my password is hunter2", "PIN: 4821", "密码是 abc123", "пароль — qwerty".
+# "my password is hunter2", "wifi password for guests: x", "PIN: 4821", "密码是 abc123",
+# "密码 83920174", "пароль от wifi — qwerty". "pass" and "pin" also name other things
+# (a ski pass, a map pin): they count only when a digit follows.
 _PASSWORD = re.compile(
-    r"(?:\b(?:pass(?:word|code|phrase)?|pwd|pin(?:\s*code)?|wi-?fi key)\b\s*(?:is|was|:|=|：)"
-    r"|(?:密码|密碼|口令|暗码|パスワード|暗証番号|비밀번호|암호)\s*(?:是|为|為|は|는|은|:|：|=)"
-    r"|\bпарол[ьяюе]\w*\s*(?:[—–:=-]|это|будет)?)"
-    r"\s*[\"'“«「]?(?P<value>[^\s\"'”»」。，,]{3,})",
+    r"(?:\b(?:(?P<weak>pass|pin(?:\s*code)?)|pass(?:word|code|phrase)|pwd|wi-?fi key)\b"
+    r"(?:\s+(?:for|to|of|on)\s+(?:\S+\s+){0,3}?)?\s*(?:is|was|:|=|：)"
+    r"|(?:密码|密碼|口令|暗码|パスワード|暗証番号|비밀번호|암호)"
+    r"(?:\s*(?:是|为|為|は|는|은|:|：|=)|\s*(?=[A-Za-z0-9]))"
+    r"|\bпарол[ьяюе]\w*(?:\s+(?:от|для|к)(?:\s+\S+){1,3}?)?\s*(?:[—–:=-]|это|будет)?)"
+    # Passwords are typed in ASCII; "密码是多少" or "пароль — мой день" name none.
+    r"\s*[\"'“«「]?(?P<value>(?=[^\s\"'”»」。，,]*[A-Za-z0-9])[^\s\"'”»」。，,]{3,})",
     re.IGNORECASE,
 )
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# 13 to 19 digits, maybe grouped. A "+" in front makes it a phone number.
+_CARD = re.compile(r"(?<![\d+-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# Payment cards start with 2-6 (Mir, Mastercard, Amex, JCB, Visa, Discover, UnionPay);
+# phone numbers with a country or trunk prefix (86…, 0086…, 8 800…) do not.
+_CARD_FIRST_DIGITS = "23456"
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
 
 
@@ -53,12 +62,11 @@ def find_secret(text: str) -> str | None:
         if pattern.search(text):
             return reason
     for match in _PASSWORD.finditer(text):
-        # Passwords are typed in ASCII; "密码是多少" or "пароль — мой день" name none.
-        if re.search(r"[A-Za-z0-9]", match.group("value")):
+        if not match.group("weak") or re.search(r"\d", match.group("value")):
             return "a password or PIN"
     for match in _CARD.finditer(text):
         digits = re.sub(r"\D", "", match.group())
-        if len(set(digits)) > 1 and _luhn_ok(digits):
+        if digits[0] in _CARD_FIRST_DIGITS and len(set(digits)) > 1 and _luhn_ok(digits):
             return "a payment card number"
     for match in _TOKEN.finditer(text):
         if _looks_random(match.group()):

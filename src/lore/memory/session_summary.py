@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import LoreError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.consolidation import render_messages
+from lore.memory.flush import without_headings
 from lore.memory.history import History
-from lore.sessions.archive import ArchivedSession, slugify
+from lore.sessions.archive import ArchivedSession, SessionArchive, slugify
 from lore.sessions.closing import session_archive
 
 if TYPE_CHECKING:
@@ -66,9 +68,23 @@ class _Unusable(Exception):
 
 
 async def write_session_summary(lore: Lore, entry: ArchivedSession) -> ArchivedSession:
-    """Summarise one archived session; return its entry as linked in the index."""
-    settings = lore.config.session_memory
+    """Summarise one archived session; return its entry as linked in the index.
+
+    A session whose summary is already linked, or being written by another process, is
+    left as it is: recovery may ask again for one a crash seemed to have interrupted.
+    """
     archive = session_archive(lore)
+    with try_lock(lore.config.sessions_dir / "_summaries.lock") as free:
+        current = archive.get(entry.session_id) or entry
+        if not free or current.summary != "pending":
+            return current
+        return await _summarise(lore, archive, current)
+
+
+async def _summarise(
+    lore: Lore, archive: SessionArchive, entry: ArchivedSession
+) -> ArchivedSession:
+    settings = lore.config.session_memory
     messages, _ = archive.read_messages(entry)
     talk = [m for m in messages if m.get("role") in ("user", "assistant") and m.get("content")]
     user_count = sum(1 for m in talk if m.get("role") == "user")
@@ -86,7 +102,9 @@ async def write_session_summary(lore: Lore, entry: ArchivedSession) -> ArchivedS
             f"{ended:%Y-%m-%d-%H%M}-session-raw",
             _raw_text(entry, archive.relative(archive.index_path), talk, str(exc)),
         )
-        history_text = f"[RAW] Session closed, summary failed. {render_messages(talk[-6:])}"
+        history_text = (
+            f"[RAW] Session closed, summary failed. {render_messages(talk[-6:], zone=lore.zone)}"
+        )
         slug, status = entry.slug, "raw"
     else:
         path = _create(
@@ -142,7 +160,7 @@ def _newest_part(lore: Lore, talk: Sequence[Message]) -> str:
         kept.append(message)
         used += cost
     kept.reverse()
-    text = render_messages(kept, max_chars=None)
+    text = render_messages(kept, zone=lore.zone, max_chars=None)
     skipped = len(talk) - len(kept)
     return f"({skipped} earlier messages not shown)\n\n{text}" if skipped else text
 
@@ -174,7 +192,8 @@ def _parse(text: str, talk: Sequence[Message]) -> _Summary:
     slug = data.get("slug")
     return _Summary(
         slug=slugify(slug if isinstance(slug, str) else ""),
-        summary=summary.strip(),
+        # Headings of its own would cut the "## Summary" section short or give it a scope.
+        summary=without_headings(summary.strip()),
         key_messages=key_messages[:_KEY_MESSAGES],
     )
 

@@ -25,6 +25,8 @@ from lore.store.database import Database
 __all__ = [
     "KINDS",
     "MAX_CONTENT",
+    "MAX_KEYWORD",
+    "MAX_KEYWORDS",
     "VIA",
     "ActivePage",
     "AuditEntry",
@@ -37,9 +39,10 @@ __all__ = [
 KINDS = ("profile", "preference", "fact", "plan", "relation", "event")
 VIA = ("tool", "extraction", "cli", "api", "command")
 MAX_CONTENT = 500
-_MAX_KEYWORDS = 20
-_MAX_KEYWORD = 50
+MAX_KEYWORDS = 20
+MAX_KEYWORD = 50
 _MAX_AUTHOR = 80
+_MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id cannot name any memory
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > :now)"
@@ -259,10 +262,12 @@ class MemoryStore:
 
     def get(self, scope: str, memory_id: int) -> Memory:
         """A memory of this scope, in any state but forgotten."""
-        row = self._db.conn.execute(
-            "SELECT * FROM memories WHERE id = ? AND scope = ? AND status != 'forgotten'",
-            (memory_id, scope),
-        ).fetchone()
+        row = None
+        if _valid_id(memory_id):
+            row = self._db.conn.execute(
+                "SELECT * FROM memories WHERE id = ? AND scope = ? AND status != 'forgotten'",
+                (memory_id, scope),
+            ).fetchone()
         if row is None:
             raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
         return _memory(row)
@@ -406,6 +411,8 @@ class MemoryStore:
 
     def _exists(self, conn: sqlite3.Connection, memory_id: int, scope: str | None = None) -> bool:
         """Whether the id is taken (in `scope`, if given), whatever the memory's state."""
+        if not _valid_id(memory_id):
+            return False
         row = conn.execute(
             "SELECT 1 FROM memories WHERE id = ? AND scope = coalesce(?, scope)", (memory_id, scope)
         ).fetchone()
@@ -472,12 +479,12 @@ def _clean_keywords(keywords: Iterable[str]) -> tuple[str, ...]:
         if not isinstance(keyword, str):
             raise InvalidInputError("keywords must be strings")
         word = _clean(keyword)
-        if len(word) > _MAX_KEYWORD:
-            raise InvalidInputError(f"a keyword is at most {_MAX_KEYWORD} characters")
+        if len(word) > MAX_KEYWORD:
+            raise InvalidInputError(f"a keyword is at most {MAX_KEYWORD} characters")
         if word:
             found.setdefault(word.casefold(), word)
-    if len(found) > _MAX_KEYWORDS:
-        raise InvalidInputError(f"at most {_MAX_KEYWORDS} keywords")
+    if len(found) > MAX_KEYWORDS:
+        raise InvalidInputError(f"at most {MAX_KEYWORDS} keywords")
     return tuple(found.values())
 
 
@@ -495,6 +502,10 @@ def _check(scope: str, via: str) -> None:
         raise ValueError("a memory needs a scope")
     if via not in VIA:
         raise ValueError(f"via must be one of {VIA}, not {via!r}")
+
+
+def _valid_id(memory_id: int) -> bool:
+    return 0 < memory_id <= _MAX_ID
 
 
 def _content_key(content: str) -> str:
@@ -555,7 +566,7 @@ def _parse_record(number: int, line: str) -> _Imported:
             raise ValueError("content, kind and author must be strings")
         if not isinstance(keywords, list):
             raise ValueError("keywords must be a list")
-        if memory_id is not None and (type(memory_id) is not int or memory_id < 1):
+        if memory_id is not None and (type(memory_id) is not int or not _valid_id(memory_id)):
             raise ValueError("id must be a positive integer")
         if source is not None:
             message = source.get("message") if isinstance(source, dict) else None

@@ -46,6 +46,13 @@ _RU_PERIODS = {"полд": "noon", "полн": "midnight", "утро": "am", "у
                "дня": "pm", "вече": "evening", "ночь": "night", "ночи": "night"}  # fmt: skip
 _EN_PERIODS = {"noon": "noon", "midday": "noon", "midnight": "midnight", "morning": "am",
                "afternoon": "pm", "evening": "evening", "night": "night"}  # fmt: skip
+_EN_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+              "september", "october", "november", "december")  # fmt: skip
+# A month's name or its abbreviation ("dec", "dec.", "sept"); read by its first 3 letters.
+_EN_MONTH = "(" + "|".join((*_EN_MONTHS, *(m[:3] for m in _EN_MONTHS), "sept")) + r")\.?"
+_EN_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_RU_MONTHS = ("января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа",
+              "сентября", "октября", "ноября", "декабря")  # fmt: skip
 
 
 def normalize(text: str) -> str:
@@ -205,6 +212,9 @@ def _ru(phrase: str) -> Parts | None:
         weekday = next(i for i, k in enumerate(_RU_WEEKDAYS) if m[2].startswith(k))
         parts = replace(parts, weekday=weekday, week_rule="next" if m[1] else "upcoming")
         rest = rest.replace(m[0], " ", 1)
+    if m := re.search(rf" (\d{{1,2}}) ({'|'.join(_RU_MONTHS)}) ", rest):
+        month = _RU_MONTHS.index(m[2]) + 1
+        parts, rest = replace(parts, month_day=(month, int(m[1]))), rest.replace(m[0], " ", 1)
     if m := re.search(r" (?:в|к) (полдень|полночь) | (утром|днем|вечером|ночью) ", rest):
         period = _RU_PERIODS[(m[1] or m[2])[:4]]
         parts, rest = replace(parts, period=period), rest.replace(m[0], " ", 1)
@@ -238,13 +248,20 @@ def _en(phrase: str) -> Parts | None:
         rule = "next" if m[1] == "next" else "upcoming"
         parts, rest = replace(parts, weekday=weekday, week_rule=rule), rest.replace(m[0], " ", 1)
     if m := re.search(
+        rf" (?:on )?(?:the )?{_EN_DAY}(?: of)? {_EN_MONTH} | (?:on )?{_EN_MONTH} {_EN_DAY} ", rest
+    ):
+        month = [name[:3] for name in _EN_MONTHS].index((m[2] or m[3])[:3]) + 1
+        day = int(m[1] or m[4])
+        parts, rest = replace(parts, month_day=(month, day)), rest.replace(m[0], " ", 1)
+    if m := re.search(
         r" (?:at )?(noon|midday|midnight) | (?:in the |this )?(morning|afternoon|evening|night) ",
         rest,
     ):
         period = _EN_PERIODS[m[1] or m[2]]
         parts, rest = replace(parts, period=period), rest.replace(m[0], " ", 1)
     if m := re.search(r" (at |by )?(\d{1,2})(?::(\d{2}))? ?(?:([ap])\.?m\.?)? ", rest):
-        if not (m[1] or m[3] or m[4] or parts.days is not None or parts.weekday is not None):
+        day_named = (parts.days, parts.weekday, parts.month_day) != (None, None, None)
+        if not (m[1] or m[3] or m[4] or day_named):
             return None  # a lone number is not a time
         period = {"a": "am", "p": "pm"}.get(m[4] or "", parts.period)
         literal = m[2][0] == "0" or (m[4] is None and int(m[2]) > 12)

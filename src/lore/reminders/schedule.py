@@ -289,7 +289,7 @@ def _cron_field(
 def _cron_value(
     token: str, low: int, high: int, names: tuple[str, ...], offset: int, expr: str
 ) -> int:
-    if token.isdigit():
+    if token.isdecimal():
         value = int(token)
     elif token[:3] in names and len(token) >= 3:
         value = names.index(token[:3]) + offset

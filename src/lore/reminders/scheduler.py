@@ -57,9 +57,15 @@ class Scheduler:
         self._failed = False
         while True:
             claimed = self.store.claim_due(now, self.batch, scope=self.scope)
-            for due in claimed:
-                if await self._deliver_one(due):
-                    delivered.append(due)
+            for position, due in enumerate(claimed):
+                try:
+                    if await self._deliver_one(due):
+                        delivered.append(due)
+                except asyncio.CancelledError:
+                    # Stopped mid-batch: the rest of the batch is claimed but undelivered.
+                    for undelivered in claimed[position + 1 :]:
+                        self.store.release(undelivered)
+                    raise
             if len(claimed) < self.batch or self._failed:
                 return delivered
 

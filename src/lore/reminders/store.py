@@ -24,6 +24,7 @@ from lore.store.database import Database
 __all__ = ["DueReminder", "Reminder", "ReminderStore"]
 
 MAX_TEXT = 1000
+_MAX_ID = 2**63 - 1
 LATE_AFTER = timedelta(seconds=90)  # delivered later than this past due says "(late)"
 _COLUMNS = (
     "id, scope, author, text, due_at, timezone, recurrence, anchor_at, status, channel, "
@@ -268,9 +269,11 @@ class ReminderStore:
     def _get(
         self, conn: sqlite3.Connection, reminder_id: int, scope: str | None = None
     ) -> Reminder:
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM reminders WHERE id = ?", (reminder_id,)
-        ).fetchone()
+        row = None
+        if 0 < reminder_id <= _MAX_ID:  # a larger id names no reminder (and cannot bind)
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM reminders WHERE id = ?", (reminder_id,)
+            ).fetchone()
         if row is None or (scope is not None and row["scope"] != scope):
             raise NotFoundError(f"no reminder #{reminder_id} in this conversation")
         return _row(row)

@@ -106,7 +106,9 @@ def _parse_absolute(phrase: str, now: datetime, zone: tzinfo) -> datetime | None
 
 def _resolve(parts: Parts, now: datetime, zone: tzinfo) -> datetime:
     """Turn the parts into a local moment; a time alone means its next occurrence."""
-    if sum(x is not None for x in (parts.days, parts.weekday, parts.month_day)) > 1:
+    # "Friday, December 25": the date decides, and the weekday must agree with it.
+    weekday = parts.weekday if parts.month_day is None else None
+    if sum(x is not None for x in (parts.days, weekday, parts.month_day)) > 1:
         raise InvalidInputError("the phrase names two different days; give one")
     today = now.date()
     hours = _hours(parts)
@@ -115,7 +117,11 @@ def _resolve(parts: Parts, now: datetime, zone: tzinfo) -> datetime:
     if parts.days is not None:
         days = [today + timedelta(days=parts.days)]
     elif parts.month_day is not None:
-        days = [_month_day(today.year + k, *parts.month_day) for k in (0, 1)]
+        days = _month_days(today.year, *parts.month_day)
+        if parts.weekday is not None:
+            days = [day for day in days if day.weekday() == parts.weekday]
+            if not days:
+                raise InvalidInputError("the date and the weekday do not agree; give one")
     elif parts.weekday is not None:
         if parts.week_rule.startswith("week+"):
             monday = today - timedelta(days=today.weekday())
@@ -156,11 +162,17 @@ def _hours(parts: Parts) -> list[int]:
     return [hour, hour + 12] if hour < 12 else [12, 24]  # "at 9": 09:00 or 21:00, whichever is next
 
 
-def _month_day(year: int, month: int, day: int) -> date:
-    try:
-        return date(year, month, day)
-    except ValueError as exc:
-        raise InvalidInputError(f"{month}月{day}日 is not a date") from exc
+def _month_days(year: int, month: int, day: int) -> list[date]:
+    """That day this year and next (Feb 29 only in the leap one)."""
+    days = []
+    for candidate in (year, year + 1):
+        try:
+            days.append(date(candidate, month, day))
+        except ValueError:
+            continue
+    if not days:
+        raise InvalidInputError(f"day {day} of month {month} is not a date")
+    return days
 
 
 def _at(day: date, hour: int, minute: int, zone: tzinfo) -> datetime:

@@ -6,9 +6,11 @@ paragraph and list item; a file is re-read only when its size or mtime changed, 
 re-indexed only when its text did. Archived sessions are read through `SessionArchive`:
 every user and assistant message, as "speaker: text", with its time.
 
-Notes carry the scope they came from: a session summary names its session key, a daily
-note's section heading ends with the key; only MEMORY.md and unattributed text belong to
-the owner (`NOTES_SCOPE`), which only the owner's scopes search.
+Notes carry the scope they came from: a session summary names its session key in its
+header, a daily note's "## HH:MM · key" section heading names the key of what follows
+until the next such heading; MEMORY.md and unattributed text belong to the owner
+(`NOTES_SCOPE`), which only the owner's scopes search. Only these lines Lore writes
+itself decide a scope: headings in the model-written text beneath them never do.
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ _CONTEXT_CHARS = 300  # of the previous turn, embedded with a message
 _CHUNK_CHARS = 1200
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
-_SESSION_KEY = re.compile(r"^- Session Key:\s*(\S+)\s*$", re.M)
+_SESSION_KEY = re.compile(r"^- Session Key:\s*(\S+)\s*$")
 # A session summary's header lines: links, not content.
 _META_LINE = re.compile(r"^- (?:Session ID|Session Key|Ended At|Transcript|Session Index): ")
-_SECTION_KEY = re.compile(r"·\s*(\S+:\S+)\s*$")
+# The heading the pre-compaction flush writes above each conversation's notes.
+_SECTION_KEY = re.compile(r"^\d{1,2}:\d{2} · (\S+:\S+)$")
 _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
@@ -129,13 +132,15 @@ class Chunk:
     scope: str
 
 
-def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE) -> list[Chunk]:
+def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -> list[Chunk]:
     """Split Markdown into searchable pieces: one per paragraph or list item, with the
-    headings above each and the scope of the session it came from, if it says."""
-    match = _SESSION_KEY.search("\n".join(text.splitlines()[:20]))
-    file_scope = match.group(1) if match else scope
+    headings above each and the scope it came from. With `keyed`, a session summary's
+    header key or a daily note's "## HH:MM · key" sections say that scope; else `scope`."""
+    lines = text.splitlines()
+    file_scope = _header_key(lines) if keyed else None
+    section_scope = file_scope or scope
     chunks: list[Chunk] = []
-    headings: list[tuple[int, str, str]] = []  # level, title, scope of that section
+    headings: list[tuple[int, str]] = []
     block: list[str] = []
     start = 0
 
@@ -144,21 +149,21 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE) -> list[Chunk]:
         block.clear()
         if not body:
             return
-        section_scope = headings[-1][2] if headings else file_scope
         title = " › ".join(h[1] for h in headings)
         for offset, piece in _split_long(body):
             chunks.append(Chunk(start + offset, title, piece, section_scope))
 
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         heading = _HEADING.match(line)
         if heading:
             flush()
             level, title = len(heading.group(1)), heading.group(2)
             while headings and headings[-1][0] >= level:
                 headings.pop()
-            parent_scope = headings[-1][2] if headings else file_scope
-            keyed = _SECTION_KEY.search(title)
-            headings.append((level, title, keyed.group(1) if keyed else parent_scope))
+            headings.append((level, title))
+            if keyed and file_scope is None and level == 2:
+                section = _SECTION_KEY.match(title)
+                section_scope = section.group(1) if section else section_scope
             continue
         if _META_LINE.match(line):
             flush()
@@ -171,6 +176,17 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE) -> list[Chunk]:
             block.append(line)
     flush()
     return chunks
+
+
+def _header_key(lines: list[str]) -> str | None:
+    """The "- Session Key:" of a session summary's header (above its first section)."""
+    for line in lines[:20]:
+        if line.startswith("##"):
+            break
+        match = _SESSION_KEY.match(line)
+        if match:
+            return match.group(1)
+    return None
 
 
 def _split_long(body: str) -> Iterator[tuple[int, str]]:
@@ -210,7 +226,8 @@ def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool =
     words = date_words(at, UTC) if dated else ""
     entries = [
         Entry(chunk.scope, "note", name, chunk.line, at, chunk.text, chunk.heading, extra=words)
-        for chunk in chunk_markdown(text)
+        # MEMORY.md is the owner's, whatever its headings say; memory/*.md name their scope.
+        for chunk in chunk_markdown(text, keyed=name.startswith("memory/"))
     ]
     if name == "MEMORY.md" and _is_template(text):
         entries = []

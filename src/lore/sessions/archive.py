@@ -215,8 +215,9 @@ class SessionArchive:
                 continue
             earlier = merged.pop(session_id, None)
             if earlier is not None and earlier.memory_path and not entry.memory_path:
-                # A re-close keeps the earlier summary until a new one is linked.
-                entry = replace(entry, memory_path=earlier.memory_path, summary=earlier.summary)
+                # A re-close keeps the earlier summary file until a new one is linked; the
+                # summary of the longer transcript is still pending.
+                entry = replace(entry, memory_path=earlier.memory_path)
             merged[session_id] = entry
         return list(merged.values())
 

@@ -183,8 +183,12 @@ def _close_when_idle(lore: Lore, key: str, *, emit: Emit | None) -> ArchivedSess
 
 
 def schedule_summary(lore: Lore, entry: ArchivedSession, *, emit: Emit | None = None) -> None:
-    """Write the session's summary in the background (one at a time)."""
+    """Write the session's summary in the background (one at a time, once)."""
     from lore.memory.session_summary import write_session_summary
+
+    name = f"session-summary:{entry.session_id}"
+    if lore.background.has(name):
+        return  # already on its way (recovery finds it pending until it is written)
 
     def report(exc: BaseException) -> None:
         if emit is not None:
@@ -195,11 +199,12 @@ def schedule_summary(lore: Lore, entry: ArchivedSession, *, emit: Emit | None = 
     async def job() -> None:
         await write_session_summary(lore, entry)
 
-    lore.background.spawn(job, name="session-summary", key="session-summary", on_error=report)
+    lore.background.spawn(job, name=name, key="session-summary", on_error=report)
 
 
 def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSession]:
-    """Finish what a crash in `close_session` left; the sessions still needing a summary.
+    """Finish what a crash in `close_session` left; the sessions still needing a summary
+    (including those whose summary a crash or a kill interrupted).
 
     Temporary files younger than `min_age` seconds are left alone: they may belong to a
     close another process is doing right now.
@@ -215,7 +220,6 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
         log.warning("removing an unfinished archive %s", tmp.name)
         tmp.unlink(missing_ok=True)
     indexed = {entry.session_id: entry for entry in archive.entries()}
-    needs_summary: list[ArchivedSession] = []
     for path in archive.transcripts():
         data = archive.read_metadata(path)
         if data is None or data.get("session_id") in indexed:
@@ -229,7 +233,6 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
             continue  # still live: its next close reuses this file
         archive.append_index(entry)
         indexed[entry.session_id] = entry
-        needs_summary.append(entry)
     for key in _live_keys(lore):
         live = _read_live_meta(lore, key)
         if live is None or live.session_id not in indexed:
@@ -239,9 +242,15 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
         if len(session.messages) == entry.message_count:
             # Indexed but never cleared: finish the close.
             session.reset()
-            if entry.summary == "pending":
-                needs_summary.append(entry)
-    return needs_summary
+    return [
+        entry for entry in indexed.values() if entry.summary == "pending" and _closed(lore, entry)
+    ]
+
+
+def _closed(lore: Lore, entry: ArchivedSession) -> bool:
+    """Has the live session of the entry's key moved on from it?"""
+    live = _read_live_meta(lore, entry.key)
+    return live is None or live.session_id != entry.session_id
 
 
 def _step(fault: FaultHook | None, name: str) -> None:

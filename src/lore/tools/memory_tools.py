@@ -2,7 +2,8 @@
 
 Their descriptions fence them from set_reminder and from each other (a correction
 forgets the old #id first). The code does not trust the model: forget only accepts an
-id shown in this turn's block (or remembered in this turn), within this scope.
+id shown in this turn's block (or remembered or found by memory_search in this turn),
+within this scope.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ _REMEMBER = (
 )
 _FORGET = (
     "Erase one memory from this conversation's long-term memory by its #id, exactly as "
-    "shown in the <long_term_memory> block (or returned by remember this turn). The text is "
-    "erased for good. Use it when the user asks to forget something, or first when "
-    "correcting a fact (then remember the corrected one). Never guess an id. "
+    "shown in the <long_term_memory> block (or returned by remember or memory_search this "
+    "turn). The text is erased for good. Use it when the user asks to forget something, "
+    "or first when correcting a fact (then remember the corrected one). Never guess an id. "
     "To cancel a reminder use cancel_reminder, not this."
 )
 
@@ -139,7 +140,7 @@ def parse_memory_id(value: object) -> int:
     """12, "12" or "#12" -> 12; anything else is a clear error."""
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.strip().lstrip("#").isdigit():
+    elif isinstance(value, str) and value.strip().lstrip("#").isdecimal():
         number = int(value.strip().lstrip("#"))
     else:
         raise ToolError("'id' must be a memory id such as 12 (shown as #12 in the block)")

@@ -120,16 +120,19 @@ class CancelReminder:
         self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        value = args.get("id")
-        if isinstance(value, str):
-            value = value.strip().lstrip("#")
-        try:
-            reminder_id = int(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as exc:
-            raise ToolError("'id' must be a reminder number like 7") from exc
+        reminder_id = _reminder_id(args.get("id"))
         reminder = self._lore.reminders.cancel(ctx.scope, reminder_id, by=ctx.author, now=ctx.now)
         ctx.notices.append(f"⏰ reminder #{reminder.id} cancelled")
         return f"Cancelled reminder #{reminder.id}: {reminder.text}"
+
+
+def _reminder_id(value: object) -> int:
+    """7, "7" or "#7"; not true, 7.5 or "1e3", which int() would quietly turn into ids."""
+    if isinstance(value, str) and value.strip().lstrip("#").isdecimal():
+        return int(value.strip().lstrip("#"))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ToolError("'id' must be a reminder number like 7")
 
 
 def _zone(ctx: ToolContext, lore: Lore) -> tzinfo:

@@ -73,6 +73,9 @@ class MemorySearchTool:
             raise ToolError(f"'limit' must be between 1 and {MAX_LIMIT}")
         hits = await asyncio.to_thread(self.search, query, ctx, limit)
         searcher(self._lore).schedule_embedding()
+        # A memory shown here (from this scope only) may be forgotten by its id, like one
+        # shown in the block: beyond the block's window this is how the model sees it.
+        ctx.shown_memory_ids.update(h.entry.locator for h in hits if h.entry.kind == "memory")
         if not hits:
             return f"Nothing found for {query!r} in this conversation's memory."
         body = format_hits(hits, query, self._lore.zone)
