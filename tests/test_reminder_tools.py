@@ -172,3 +172,12 @@ async def test_a_reminder_set_by_the_tool_fires_at_the_stated_time(lore: Lore) -
     fire = datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
     assert lore.reminders.claim_due(fire - timedelta(seconds=1)) == []
     assert [d.id for d in lore.reminders.claim_due(fire)] == [1]
+
+
+def test_a_delay_under_a_minute_is_not_called_zero_minutes() -> None:
+    from datetime import timedelta
+
+    from lore.reminders import in_words
+
+    assert in_words(timedelta(seconds=4)) == "in less than a minute"
+    assert in_words(timedelta(minutes=10)) == "in 10 min"

@@ -90,6 +90,8 @@ def describe_reminder(reminder: Reminder, now: datetime | None = None) -> str:
 def in_words(delta: timedelta) -> str:
     """A delay in words, rounded to the minute: in 10 min, in 16 h 5 min, in 3 days."""
     minutes = max(0, round(delta.total_seconds() / 60))
+    if minutes == 0:
+        return "in less than a minute"
     if minutes < 60:
         return f"in {minutes} min"
     if minutes < 48 * 60:
