@@ -36,5 +36,11 @@ lint: $(VENV)/.test
 
 check: lint test
 
+# Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
+	$(PY) bench/memory_block.py
+	$(PY) bench/remember.py
+	$(PY) bench/reminders_due.py
+	$(PY) bench/search_latency.py
+	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
