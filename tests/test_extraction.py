@@ -17,7 +17,7 @@ from lore.errors import ProviderServerError
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT, ExtractionRejected, parse_ops
-from lore.memory.store import Source
+from lore.memory.records import Source
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from lore.errors import InvalidInputError, NotFoundError
 from lore.memory.block import render_memory_block
-from lore.memory.store import KINDS, MemoryStore
+from lore.memory.records import KINDS
+from lore.memory.store import MemoryStore
 from lore.store.database import Database
 
 SCOPES = ("cli:default", "telegram:42", "line:group:family")

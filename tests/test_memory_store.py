@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from lore.errors import InvalidInputError, NotFoundError
-from lore.memory.store import MemoryStore, Source
+from lore.memory.records import Source
+from lore.memory.store import MemoryStore
 from lore.store.database import Database
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

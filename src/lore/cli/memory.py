@@ -11,7 +11,7 @@ from lore.cli.common import add_common, add_session, print_json, runtime
 
 if TYPE_CHECKING:
     from lore.app import Lore
-    from lore.memory.store import Memory
+    from lore.memory.records import Memory
 
 __all__ = ["register"]
 

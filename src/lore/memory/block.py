@@ -12,7 +12,8 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from lore.memory.store import Memory, MemoryStore
+from lore.memory.records import Memory
+from lore.memory.store import MemoryStore
 from lore.memory.text import display_width
 
 __all__ = [

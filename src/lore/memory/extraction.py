@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lore.agent.events import Notice
 from lore.errors import InvalidInputError, LoreError, NotFoundError
 from lore.llm.base import ChatRequest, Provider, complete
-from lore.memory.store import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
+from lore.memory.records import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
 
 if TYPE_CHECKING:
     from lore.agent.conversation import CompletedTurn, Conversation

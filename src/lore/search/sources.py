@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from lore.search.store import Entry, SearchIndex, SourceRecord
 
 if TYPE_CHECKING:
-    from lore.memory.store import Memory, MemoryStore
+    from lore.memory.records import Memory
+    from lore.memory.store import MemoryStore
     from lore.sessions.archive import ArchivedSession, SessionArchive
 
 __all__ = [

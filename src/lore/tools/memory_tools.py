@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInputError, NotFoundError, ToolError
-from lore.memory.store import KINDS, MAX_CONTENT, Source
+from lore.memory.records import KINDS, MAX_CONTENT, Source
 from lore.tools.base import Tool, ToolContext, required_str
 
 if TYPE_CHECKING:
