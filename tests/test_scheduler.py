@@ -355,3 +355,33 @@ async def test_a_chat_scheduler_delivers_only_its_own_conversation(tmp_path: Pat
     assert delivered == ["cli:default"]
     assert store.next_due_time("cli:default") is None
     assert store.next_due_time() is not None  # the family's is left for `lore serve`
+
+
+async def test_cancelling_the_scheduler_never_leaves_a_written_reminder_pending(
+    tmp_path: Path,
+) -> None:
+    from lore.sessions.live import LiveSession
+
+    db = Database(tmp_path / "lore.db")
+    store = ReminderStore(db)
+    clock = FixedClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    for n in range(5):
+        store.add(
+            "cli:default",
+            "john",
+            f"task {n}",
+            clock.now() + timedelta(minutes=1),
+            timezone="UTC",
+            now=clock.now(),
+        )
+    clock.advance(minutes=2)
+    sessions = tmp_path / "sessions"
+    scheduler = Scheduler(store, clock, session_delivery(lambda key: LiveSession(sessions, key)))
+    task = asyncio.create_task(scheduler.run_once())
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    written = {m["reminder_id"] for m in LiveSession(sessions, "cli:default").messages}
+    pending = {r.id for r in store.list("cli:default")}
+    assert written.isdisjoint(pending)  # nothing both written and still to deliver
+    assert len(written) + len(pending) == 5

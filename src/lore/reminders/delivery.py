@@ -7,7 +7,6 @@ channel renders it (the terminal above the prompt, chat channels as an @-mention
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from lore.agent.events import Emit, ReminderDue
@@ -75,15 +74,14 @@ def session_delivery(
 ) -> Deliver:
     """A `Scheduler` delivery callable: each reminder goes to `session_for(its scope)`.
 
-    The file write runs in a worker thread; `emit` is called on the event loop, so a
-    terminal can draw the event above its prompt.
+    The append runs on the event loop, not in a worker thread: it is one fsynced line,
+    and a cancellation can then never land between a written line and a claim being
+    released (which would deliver the reminder twice). `emit` follows on the loop, so
+    a terminal can draw the event above its prompt.
     """
 
     async def deliver(due: DueReminder) -> None:
-        def append() -> None:
-            session_for(due.scope).append([reminder_message(due)])
-
-        await asyncio.to_thread(append)
+        session_for(due.scope).append([reminder_message(due)])
         if emit is not None:
             emit(reminder_event(due))
 
