@@ -93,7 +93,7 @@ class Conversation:
         )
 
     def system_prompt(self, ctx: ToolContext | None = None) -> str:
-        """The system prompt the next turn would send (also used by /context)."""
+        """The system prompt the next turn would send (the start-up benchmark times it)."""
         return self.context.build(
             ctx or self.tool_context(), tools_enabled=self.lore.provider.supports_tools
         )
