@@ -307,3 +307,24 @@ async def test_a_message_starting_with_a_path_goes_to_the_model_not_the_command_
     assert model.requests[0].messages[-1]["content"] == "/etc/hosts 是干什么的？"
     assert "Commands:" in str(await conversation.send("/help"))
     assert "session" in str(await conversation.send("/status\tnow"))
+
+
+async def test_a_refused_oversized_request_shrinks_the_next_window(
+    lore: Lore, model: ScriptedProvider
+) -> None:
+    from lore.errors import BadRequestError
+
+    model.context_window = 6000
+    model.default = Step(text="ok")
+    conversation = _conversation(lore, [])
+    for i in range(12):
+        await conversation.turn(f"message {i} " + "слово " * 150)
+    sent_before = len([r for r in model.requests if r.system.startswith(IDENTITY)][-1].messages)
+    ratio = lore.tokens.ratio
+    # The provider counts more than our estimate: it refuses the request outright.
+    model.fail(BadRequestError("context length exceeded (HTTP 400)", status=400))
+    assert await conversation.turn("one more " + "слово " * 150) is None
+    assert lore.tokens.ratio > ratio
+    await conversation.turn("and again")
+    sent_after = len([r for r in model.requests if r.system.startswith(IDENTITY)][-1].messages)
+    assert sent_after < sent_before

@@ -18,7 +18,7 @@ from lore.agent.commands import is_command
 from lore.agent.context import ContextBuilder
 from lore.agent.events import Emit, Notice, ReplyFailed
 from lore.agent.loop import TurnResult, run_tool_loop
-from lore.errors import LoreError
+from lore.errors import BadRequestError, LoreError
 from lore.llm.base import Message
 from lore.sessions.window import history_window
 from lore.tools.base import ToolContext
@@ -112,6 +112,8 @@ class Conversation:
             "timestamp": now_iso,
         }
         rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
+        sent: list[Message] = []  # the history the request carried
+        system = ""
         try:
             provider = lore.provider
             system = self.context.build(ctx, tools_enabled=provider.supports_tools)
@@ -122,10 +124,11 @@ class Conversation:
                 budget=budget,
                 count=lambda message: lore.tokens.count_messages([message]),
             )
+            sent = window.messages
             result = await run_tool_loop(
                 provider,
                 system=system,
-                history=[*window.messages, user],
+                history=[*sent, user],
                 tools=lore.tools,
                 ctx=ctx,
                 emit=self.emit,
@@ -141,6 +144,8 @@ class Conversation:
             # Keep what the user said, even though no reply came, and what the tools
             # already did (a reminder set, a memory noted), so a retry does not repeat it.
             session.append([{**user, "unanswered": True}, *rounds])
+            if isinstance(exc, BadRequestError) and system:
+                self._learn_from_refusal(sent, user, system)
             for notice in ctx.notices:
                 self.emit(Notice(notice))
             self.emit(ReplyFailed(str(exc)))
@@ -148,7 +153,7 @@ class Conversation:
         session.append([user, *result.messages])
         if result.first_prompt_tokens:
             # The provider's count includes the tool schemas; so must the estimate.
-            estimated = lore.tokens.count_messages([*window.messages, user], system)
+            estimated = lore.tokens.count_messages([*sent, user], system)
             estimated += self._tool_schema_tokens()
             lore.tokens.calibrate(estimated, result.first_prompt_tokens)
         for notice in ctx.notices:
@@ -170,6 +175,17 @@ class Conversation:
                 on_error=lambda exc: self.emit(Notice(f"background work failed: {exc}", "warning")),
             )
         return result
+
+    def _learn_from_refusal(self, history: list[Message], user: Message, system: str) -> None:
+        """A refused request that we thought filled most of the window was, in truth,
+        over it: our estimate runs low for this model. Counting higher from now on shrinks
+        the next window and brings consolidation forward, so the session cannot wedge."""
+        lore = self.lore
+        window = lore.config.context_window or lore.provider.context_window
+        estimated = lore.tokens.count_messages([*history, user], system)
+        estimated += self._tool_schema_tokens()
+        if estimated + self._reply_tokens() > window // 2:
+            lore.tokens.calibrate(estimated, window - self._reply_tokens() + 1)
 
     def _tool_schema_tokens(self) -> int:
         if not self.lore.provider.supports_tools:
