@@ -19,7 +19,6 @@ from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.consolidation import (
     CONSOLIDATION_PROMPT,
     choose_boundary,
-    history_budget,
     maybe_consolidate,
 )
 from lore.memory.flush import FLUSH_PROMPT
@@ -80,7 +79,7 @@ async def test_a_long_conversation_consolidates_at_user_turns_within_budget(
         cuts.add(cut)
         assert cut == 0 or session.messages[cut]["role"] == "user"
         system = conversation.system_prompt()
-        budget = history_budget(lore, lore.tokens.count(system))
+        budget = lore.history_budget(lore.tokens.count(system))
         window = sum(lore.tokens.count_messages([m]) for m in session.messages[cut:])
         assert window <= budget
     assert len(cuts) > 3  # it consolidated several times, a little at a time

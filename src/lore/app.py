@@ -45,6 +45,9 @@ COMMAND_MODULES = (
     "lore.agent.lifecycle_commands",
 )
 # Modules whose `install(lore)` registers after-turn work and context sections.
+# Room kept free in the context window beyond the reply: framing, estimate slack.
+_MARGIN_TOKENS = 512
+
 LAYER_MODULES = ("lore.memory.extraction", "lore.memory.lifecycle", "lore.search")
 
 
@@ -76,6 +79,22 @@ class Lore:
 
             self._provider = make_provider(self.config)
         return self._provider
+
+    @property
+    def context_window(self) -> int:
+        """The model's window in tokens: the setting, else what the provider knows."""
+        return self.config.context_window or self.provider.context_window
+
+    @property
+    def reply_tokens(self) -> int:
+        """Room kept for a reply, and the most one may ask for: a request whose prompt
+        and max_tokens together pass the window is refused (OpenAI, vLLM)."""
+        return min(self.config.max_output_tokens, self.context_window // 4)
+
+    def history_budget(self, fixed_tokens: int) -> int:
+        """Tokens the history window may use beside `fixed_tokens` (system prompt, tool
+        schemas, the new message), the reply's room and a margin for framing."""
+        return max(self.context_window - self.reply_tokens - fixed_tokens - _MARGIN_TOKENS, 0)
 
     def provider_for(self, model: str) -> Provider:
         """A provider for a named model ("" means the chat model), created once."""

@@ -31,9 +31,6 @@ __all__ = ["AfterTurn", "CompletedTurn", "Conversation"]
 
 log = logging.getLogger(__name__)
 
-# Room kept free in the context window beyond the reply: tool schemas, framing, slack.
-_MARGIN_TOKENS = 512
-
 
 @dataclass(frozen=True)
 class CompletedTurn:
@@ -133,7 +130,7 @@ class Conversation:
                 ctx=ctx,
                 emit=self.emit,
                 max_rounds=lore.config.max_tool_rounds,
-                max_tokens=self._reply_tokens(),
+                max_tokens=lore.reply_tokens,
                 now_iso=now_iso,
                 on_round=rounds.extend,
             )
@@ -181,11 +178,10 @@ class Conversation:
         over it: our estimate runs low for this model. Counting higher from now on shrinks
         the next window and brings consolidation forward, so the session cannot wedge."""
         lore = self.lore
-        window = lore.config.context_window or lore.provider.context_window
         estimated = lore.tokens.count_messages([*history, user], system)
         estimated += self._tool_schema_tokens()
-        if estimated + self._reply_tokens() > window // 2:
-            lore.tokens.calibrate(estimated, window - self._reply_tokens() + 1)
+        if estimated + lore.reply_tokens > lore.context_window // 2:
+            lore.tokens.calibrate(estimated, lore.context_window - lore.reply_tokens + 1)
 
     def _tool_schema_tokens(self) -> int:
         if not self.lore.provider.supports_tools:
@@ -193,17 +189,9 @@ class Conversation:
         specs = [vars(spec) for spec in self.lore.tools.specs()]
         return self.lore.tokens.count(json.dumps(specs, ensure_ascii=False))
 
-    def _reply_tokens(self) -> int:
-        """Room kept for the reply, and the most it may use: a request whose prompt and
-        max_tokens together pass the context window is refused (OpenAI, vLLM)."""
-        window = self.lore.config.context_window or self.lore.provider.context_window
-        return min(self.lore.config.max_output_tokens, window // 4)
-
     def _history_budget(self, system: str, user: Message) -> int:
-        lore = self.lore
-        window = lore.config.context_window or lore.provider.context_window
-        used = lore.tokens.count_messages([user], system) + self._tool_schema_tokens()
-        return max(window - self._reply_tokens() - used - _MARGIN_TOKENS, 0)
+        used = self.lore.tokens.count_messages([user], system) + self._tool_schema_tokens()
+        return self.lore.history_budget(used)
 
 
 class UnknownCommand(LoreError):

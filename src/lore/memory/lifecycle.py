@@ -103,8 +103,7 @@ def archived_summary_section(lore: Lore, ctx: ToolContext) -> str | None:
 
 
 def _history_tokens(lore: Lore) -> int:
-    window = lore.config.context_window or lore.provider.context_window
-    return max(300, min(4000, window // 10))
+    return max(300, min(4000, lore.context_window // 10))
 
 
 def _local_stamp(timestamp: str, lore: Lore) -> str:
