@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lore.app import Lore
 
-__all__ = ["add_common", "add_session", "load_runtime", "print_json", "runtime"]
+__all__ = [
+    "add_common",
+    "add_scoped",
+    "add_session",
+    "load_runtime",
+    "print_json",
+    "runtime",
+    "show_usage",
+]
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +38,20 @@ def add_session(parser: argparse.ArgumentParser) -> None:
         metavar="KEY",
         help="conversation key (default: cli:default)",
     )
+
+
+def add_scoped(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
+    """The options of a command that works on one conversation: common, --session, --json."""
+    add_common(parser)
+    add_session(parser)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def show_usage(parser: argparse.ArgumentParser) -> int:
+    """A command group run without an action: its help, and a failing exit."""
+    parser.print_help()
+    return 1
 
 
 def load_runtime(

@@ -7,7 +7,7 @@ import sys
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, add_session, print_json, runtime
+from lore.cli.common import add_scoped, print_json, runtime, show_usage
 
 if TYPE_CHECKING:
     from lore.app import Lore
@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
 
     listing = actions.add_parser("list", help="a conversation's active memories, block order")
-    _shared(listing, json_flag=True)
+    add_scoped(listing, json_flag=True)
     listing.set_defaults(func=_list)
 
     add = actions.add_parser("add", help="note a fact (at most 500 characters)")
@@ -45,12 +45,12 @@ def register(subparsers: Any) -> None:
     add.add_argument(
         "--expires", metavar="DATE", help="last day it applies (YYYY-MM-DD) or an ISO-8601 time"
     )
-    _shared(add, json_flag=True)
+    add_scoped(add, json_flag=True)
     add.set_defaults(func=_add)
 
     forget = actions.add_parser("forget", help="erase a memory and its history by id")
     forget.add_argument("id", metavar="ID", help="the memory's number (e.g. 12 or #12)")
-    _shared(forget, json_flag=False)
+    add_scoped(forget, json_flag=False)
     forget.set_defaults(func=_forget)
 
     search = actions.add_parser(
@@ -63,20 +63,20 @@ def register(subparsers: Any) -> None:
     search.add_argument(
         "--limit", type=_limit, default=10, help="at most this many, 1-100 (default 10)"
     )
-    _shared(search, json_flag=True)
+    add_scoped(search, json_flag=True)
     search.set_defaults(func=_search)
 
     export = actions.add_parser("export", help="write active memories as JSON Lines")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    _shared(export, json_flag=False)
+    add_scoped(export, json_flag=False)
     export.set_defaults(func=_export)
 
     imports = actions.add_parser("import", help="read JSON Lines from `export`; all or nothing")
     imports.add_argument("file", metavar="FILE", help="a file written by export (- for stdin)")
-    _shared(imports, json_flag=True)
+    add_scoped(imports, json_flag=True)
     imports.set_defaults(func=_import)
 
-    parser.set_defaults(func=lambda args: _usage(parser))
+    parser.set_defaults(func=lambda args: show_usage(parser))
 
 
 def _limit(text: str) -> int:
@@ -87,18 +87,6 @@ def _limit(text: str) -> int:
     if not 1 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be a number between 1 and 100, not {text!r}")
     return value
-
-
-def _shared(parser: argparse.ArgumentParser, *, json_flag: bool) -> None:
-    add_common(parser)
-    add_session(parser)
-    if json_flag:
-        parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 1
 
 
 def _list(args: argparse.Namespace) -> int:

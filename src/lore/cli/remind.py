@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lore.cli.common import add_common, add_session, print_json, runtime
-
-if TYPE_CHECKING:
-    pass
+from lore.cli.common import add_scoped, print_json, runtime, show_usage
 
 __all__ = ["register"]
 
@@ -23,7 +20,7 @@ def register(subparsers: Any) -> None:
 
     listing = actions.add_parser("list", help="a conversation's pending reminders")
     listing.add_argument("--all", action="store_true", help="include delivered and cancelled")
-    _shared(listing)
+    add_scoped(listing)
     listing.set_defaults(func=_list)
 
     add = actions.add_parser(
@@ -37,26 +34,15 @@ def register(subparsers: Any) -> None:
     add.add_argument("text", metavar="TEXT", help="what to be reminded of")
     add.add_argument("--when", metavar="WHEN", help="when it first fires (optional with --every)")
     add.add_argument("--every", metavar="RECURRENCE", help="repeat on this schedule")
-    _shared(add)
+    add_scoped(add)
     add.set_defaults(func=_add)
 
     cancel = actions.add_parser("cancel", help="cancel a pending reminder")
     cancel.add_argument("id", metavar="ID", help="the reminder's number (e.g. 7 or #7)")
-    _shared(cancel)
+    add_scoped(cancel)
     cancel.set_defaults(func=_cancel)
 
-    parser.set_defaults(func=lambda args: _usage(parser))
-
-
-def _shared(parser: argparse.ArgumentParser) -> None:
-    add_common(parser)
-    add_session(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 1
+    parser.set_defaults(func=lambda args: show_usage(parser))
 
 
 def _list(args: argparse.Namespace) -> int:
