@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 from lore.memory.block import render_memory_block
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
 
 SCOPE = "cli:default"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -19,9 +19,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 from lore.memory import text
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
 
 SCOPE = "cli:default"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

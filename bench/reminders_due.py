@@ -20,8 +20,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from lore.reminders.store import ReminderStore
-from lore.store.database import Database
+from lore.backends.local.database import Database
+from lore.backends.local.reminders import ReminderStore
 
 BUDGET_MS = 5.0
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

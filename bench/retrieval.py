@@ -162,15 +162,15 @@ def run_lore(
     import asyncio
 
     from lore.app import Lore
+    from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.live import SessionMeta
     from lore.clock import FixedClock
     from lore.config import load_config
+    from lore.core.tools import ToolContext
     from lore.llm.scripted import ScriptedProvider
     from lore.search import searcher
     from lore.search.rebuild import Progress
-    from lore.sessions.archive import SessionArchive
-    from lore.sessions.live import SessionMeta
-    from lore.tools.base import ToolContext
-    from lore.tools.search_tools import MemorySearchTool
+    from lore.search.tool import MemorySearchTool
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
     lore = Lore(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lore.agent.events import Event
 from lore.app import Lore
+from lore.backends.local.archive import SessionArchive, slugify
+from lore.events import Event
 from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.archive import SessionArchive, slugify
 from lore.sessions.closing import close_session, session_archive
 
 TOOL_TURN: list[Message] = [

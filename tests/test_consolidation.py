@@ -10,10 +10,12 @@ from dataclasses import replace
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.files import try_lock
+from lore.backends.local.history import History
+from lore.backends.local.keys import key_to_filename
 from lore.clock import FixedClock
 from lore.config import Config, ConsolidationConfig, MemoryFlushConfig
 from lore.errors import ProviderServerError
-from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.consolidation import (
@@ -22,10 +24,8 @@ from lore.memory.consolidation import (
     maybe_consolidate,
 )
 from lore.memory.flush import FLUSH_PROMPT
-from lore.memory.history import History
 from lore.search.sources import chunk_markdown
 from lore.sessions.closing import close_session
-from lore.sessions.keys import key_to_filename
 
 KEY = "cli:default"
 

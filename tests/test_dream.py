@@ -8,16 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-from lore.agent.conversation import Conversation
 from lore.app import Lore
+from lore.backends.local.files import try_lock
+from lore.backends.local.history import History
+from lore.backends.local.workspace import template
 from lore.config import DreamConfig
+from lore.core.conversation import Conversation
 from lore.errors import ProviderServerError
-from lore.files import try_lock
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.dream import DREAM_PROMPT, dream_forever, run_dream
-from lore.memory.history import History
-from lore.workspace import template
 
 KEY = "cli:default"
 MOVED = "# Memory\n\n- John moved to Hualien in November 2026.\n"

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from lore.agent.events import Event, Notice
 from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.errors import ProviderServerError
+from lore.events import Event, Notice
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT, ExtractionRejected, parse_ops
-from lore.memory.records import Source
+from lore.ports.memories import Source
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.history import History
 from lore.clock import FixedClock
 from lore.config import Config, MemoryFlushConfig
 from lore.errors import ProviderServerError
@@ -15,7 +16,6 @@ from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.consolidation import CONSOLIDATION_PROMPT, maybe_consolidate
 from lore.memory.flush import FLUSH_PROMPT
-from lore.memory.history import History
 from lore.search.sources import chunk_markdown
 
 KEY = "cli:default"

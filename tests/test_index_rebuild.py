@@ -10,15 +10,15 @@ from datetime import UTC, datetime
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
+from lore.backends.local.live import SessionMeta
+from lore.backends.local.search_index import Entry
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
 from lore.search import searcher
 from lore.search.rebuild import rebuild
 from lore.search.sources import NOTES_SCOPE, chunk_markdown
-from lore.search.store import Entry
-from lore.sessions.archive import SessionArchive
-from lore.sessions.live import SessionMeta
 
 DAILY = """# 2026-11-29
 

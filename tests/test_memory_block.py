@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 from lore.memory.block import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
@@ -16,9 +18,7 @@ from lore.memory.block import (
     MemoryBlock,
     render_memory_block,
 )
-from lore.memory.store import MemoryStore
-from lore.memory.text import display_width
-from lore.store.database import Database
+from lore.text import display_width
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 TAIPEI = ZoneInfo("Asia/Taipei")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 from lore.errors import InvalidInputError, NotFoundError
 from lore.memory.block import render_memory_block
-from lore.memory.records import KINDS
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
+from lore.ports.memories import KINDS
 
 SCOPES = ("cli:default", "telegram:42", "line:group:family")
 WORDS = (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lore.memory.store import MemoryStore
-from lore.memory.text import display_width, index_terms, match_expression, stem_russian
-from lore.store.database import Database
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
+from lore.text import display_width, index_terms, match_expression, stem_russian
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"

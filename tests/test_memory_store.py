@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import MemoryStore
 from lore.errors import InvalidInputError, NotFoundError
-from lore.memory.records import Source
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
+from lore.ports.memories import Source
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"

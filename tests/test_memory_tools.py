@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from lore.app import Lore
+from lore.core.tools import ToolContext, ToolResult
 from lore.llm.base import ToolCall
 from lore.memory.block import MemoryBlock, render_memory_block
-from lore.tools.base import ToolContext, ToolResult
 
 HOME = "cli:default"
 
@@ -56,7 +56,7 @@ def test_the_tools_are_remember_and_forget_with_their_contract(lore: Lore) -> No
 
 
 def test_the_descriptions_fence_memories_from_reminders_and_corrections() -> None:
-    from lore.tools.memory_tools import ForgetTool, RememberTool
+    from lore.memory.tools import ForgetTool, RememberTool
 
     assert "set_reminder" in RememberTool.description
     assert "remind me in 10 minutes" in RememberTool.description

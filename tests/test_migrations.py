@@ -6,8 +6,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lore.memory.store import MemoryStore
-from lore.store.database import Database, migrations
+from lore.backends.local.database import Database, migrations
+from lore.backends.local.memories import MemoryStore
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 LATEST = max(number for number, _, _ in migrations())

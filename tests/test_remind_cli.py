@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.live import LiveSession
+from lore.backends.local.reminders import ReminderStore
 from lore.cli import main
-from lore.reminders.store import ReminderStore
-from lore.sessions.live import LiveSession
-from lore.store.database import Database
 
 
 @pytest.fixture(autouse=True)

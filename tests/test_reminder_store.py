@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database, migrations
+from lore.backends.local.reminders import ReminderStore
 from lore.errors import InvalidInputError, NotFoundError
-from lore.reminders.store import ReminderStore
-from lore.store.database import Database, migrations
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

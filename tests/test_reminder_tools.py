@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from lore.app import Lore
+from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
-from lore.tools.base import ToolContext, ToolRegistry, ToolResult
-from lore.tools.reminder_tools import make_tools
+from lore.reminders.tools import make_tools
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # Monday 17:00 in Taipei
 

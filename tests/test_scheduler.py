@@ -10,14 +10,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lore.agent.events import Event, ReminderDue
 from lore.app import Lore
+from lore.backends.local.database import Database
+from lore.backends.local.reminders import DueReminder, ReminderStore
 from lore.clock import FixedClock
+from lore.events import Event, ReminderDue
 from lore.reminders import create_reminder
 from lore.reminders.delivery import deliver_to_session, format_reminder, session_delivery
 from lore.reminders.scheduler import Scheduler
-from lore.reminders.store import DueReminder, ReminderStore
-from lore.store.database import Database
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # 17:00 in Taipei
 TAIPEI = ZoneInfo("Asia/Taipei")
@@ -360,7 +360,7 @@ async def test_a_chat_scheduler_delivers_only_its_own_conversation(tmp_path: Pat
 async def test_cancelling_the_scheduler_never_leaves_a_written_reminder_pending(
     tmp_path: Path,
 ) -> None:
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.live import LiveSession
 
     db = Database(tmp_path / "lore.db")
     store = ReminderStore(db)

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
+from lore.backends.local.live import SessionMeta
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
 from lore.search import LoreSearch, searcher
-from lore.sessions.archive import SessionArchive
-from lore.sessions.live import SessionMeta
 
 SCOPE = "telegram:42"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

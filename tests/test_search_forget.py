@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.database import Database
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
 from lore.search import LoreSearch, searcher
-from lore.store.database import Database
 
 SCOPE = "telegram:7"
 
@@ -99,7 +99,7 @@ def test_a_memory_written_by_another_process_is_found_at_the_next_search(
     search.refresh()
     other = Database(runtime.config.db_path)  # another process's connection
     try:
-        from lore.memory.store import MemoryStore
+        from lore.backends.local.memories import MemoryStore
 
         MemoryStore(other).remember(
             SCOPE, "Ann's dentist is Dr. Lin", author="ann", via="cli", now=runtime.clock.now()

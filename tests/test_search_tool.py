@@ -9,13 +9,13 @@ import pytest
 
 from lore import app as app_module
 from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
+from lore.backends.local.live import SessionMeta
+from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
 from lore.search import searcher
-from lore.sessions.archive import SessionArchive
-from lore.sessions.live import SessionMeta
-from lore.tools.base import ToolContext, ToolRegistry, ToolResult
-from lore.tools.search_tools import MemorySearchTool, make_tools
+from lore.search.tool import MemorySearchTool, make_tools
 
 HOME = "cli:default"
 GROUP = "line:group:family"
@@ -153,8 +153,8 @@ async def test_the_model_can_search_within_a_turn(
     lore: Lore, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     modules = app_module.TOOL_MODULES
-    if "lore.tools.search_tools" not in modules:  # until the runtime lists it
-        monkeypatch.setattr(app_module, "TOOL_MODULES", (*modules, "lore.tools.search_tools"))
+    if "lore.search.tool" not in modules:  # until the runtime lists it
+        monkeypatch.setattr(app_module, "TOOL_MODULES", (*modules, "lore.search.tool"))
     now = lore.clock.now()
     lore.memory.remember(
         HOME, "The guest wifi is called BlueFox", author="john", via="cli", now=now

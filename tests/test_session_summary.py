@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from lore.agent.conversation import Conversation
 from lore.app import Lore
+from lore.backends.local.files import try_lock
+from lore.backends.local.history import History
 from lore.config import SessionMemoryConfig
+from lore.core.conversation import Conversation
 from lore.errors import ProviderServerError
-from lore.files import try_lock
 from lore.llm.scripted import ScriptedProvider
-from lore.memory.history import History
 from lore.memory.session_summary import (
     SUMMARY_PROMPT,
     read_summary_section,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from lore.app import Lore
+from lore.backends.local.archive import ArchivedSession
+from lore.core.tools import ToolContext
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.archive import ArchivedSession
 from lore.sessions.closing import close_session, session_archive
-from lore.tools.base import ToolContext
-from lore.tools.session_tools import MAX_PAGE, MESSAGE_CHARS, PAGE_CHARS
+from lore.sessions.tools import MAX_PAGE, MESSAGE_CHARS, PAGE_CHARS
 
 KEY = "cli:default"
 

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from lore.app import Lore
+from lore.backends.local.archive import ArchivedSession
+from lore.backends.local.history import History
 from lore.cli import main
 from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.dream import run_dream
-from lore.memory.history import History
-from lore.sessions.archive import ArchivedSession
 from lore.sessions.closing import close_session
 
 KEY = "cli:default"

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from lore.agent.context import IDENTITY
-from lore.agent.conversation import CompletedTurn, Conversation, UnknownCommand
-from lore.agent.events import Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
-from lore.agent.loop import TurnResult
 from lore.app import Lore
+from lore.core.context import IDENTITY
+from lore.core.conversation import CompletedTurn, Conversation, UnknownCommand
+from lore.core.loop import TurnResult
+from lore.core.tools import ToolContext
 from lore.errors import AuthenticationError, ProviderServerError
+from lore.events import Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.tools.base import ToolContext
 
 
 def _conversation(lore: Lore, events: list[Event], key: str = "cli:default") -> Conversation:

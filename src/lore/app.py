@@ -15,34 +15,34 @@ from lore.clock import Clock, SystemClock, resolve_zone
 from lore.config import Config
 
 if TYPE_CHECKING:
-    from lore.agent.background import Background
-    from lore.agent.commands import CommandRegistry
-    from lore.agent.context import ContextSection
-    from lore.agent.conversation import AfterTurn, Conversation
-    from lore.agent.events import Emit
+    from lore.backends.local.database import Database
+    from lore.backends.local.live import LiveSession
+    from lore.backends.local.memories import MemoryStore
+    from lore.backends.local.reminders import ReminderStore
+    from lore.backends.local.workspace import Workspace
+    from lore.core.background import Background
+    from lore.core.commands import CommandRegistry
+    from lore.core.context import ContextSection
+    from lore.core.conversation import AfterTurn, Conversation
+    from lore.core.tools import ToolRegistry
+    from lore.events import Emit
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
-    from lore.memory.store import MemoryStore
-    from lore.reminders.store import ReminderStore
-    from lore.sessions.live import LiveSession
-    from lore.store.database import Database
-    from lore.tools.base import ToolRegistry
-    from lore.workspace import Workspace
 
 __all__ = ["Lore"]
 
 # Modules that contribute the model's tools (`make_tools(lore)`) and slash commands
 # (`make_commands()`), in the order they appear to the model and in /help.
 TOOL_MODULES = (
-    "lore.tools.memory_tools",
-    "lore.tools.reminder_tools",
-    "lore.tools.session_tools",
-    "lore.tools.search_tools",
+    "lore.memory.tools",
+    "lore.reminders.tools",
+    "lore.sessions.tools",
+    "lore.search.tool",
 )
 COMMAND_MODULES = (
-    "lore.agent.builtin_commands",
+    "lore.core.builtin_commands",
     "lore.memory.commands",
-    "lore.agent.lifecycle_commands",
+    "lore.sessions.commands",
 )
 # Modules whose `install(lore)` registers after-turn work and context sections.
 # Room kept free in the context window beyond the reply: framing, estimate slack.
@@ -115,7 +115,7 @@ class Lore:
 
     @cached_property
     def background(self) -> Background:
-        from lore.agent.background import Background
+        from lore.core.background import Background
 
         return Background()
 
@@ -125,25 +125,25 @@ class Lore:
 
     @cached_property
     def db(self) -> Database:
-        from lore.store.database import Database
+        from lore.backends.local.database import Database
 
         return Database(self.config.db_path)
 
     @cached_property
     def memory(self) -> MemoryStore:
-        from lore.memory.store import MemoryStore
+        from lore.backends.local.memories import MemoryStore
 
         return MemoryStore(self.db)
 
     @cached_property
     def reminders(self) -> ReminderStore:
-        from lore.reminders.store import ReminderStore
+        from lore.backends.local.reminders import ReminderStore
 
         return ReminderStore(self.db)
 
     @cached_property
     def workspace(self) -> Workspace:
-        from lore.workspace import Workspace
+        from lore.backends.local.workspace import Workspace
 
         workspace = Workspace(self.config.workspace)
         workspace.ensure()
@@ -151,7 +151,7 @@ class Lore:
 
     @cached_property
     def tools(self) -> ToolRegistry:
-        from lore.tools.base import ToolRegistry
+        from lore.core.tools import ToolRegistry
 
         registry = ToolRegistry()
         for name in TOOL_MODULES:
@@ -161,7 +161,7 @@ class Lore:
 
     @cached_property
     def commands(self) -> CommandRegistry:
-        from lore.agent.commands import CommandRegistry
+        from lore.core.commands import CommandRegistry
 
         registry = CommandRegistry()
         for name in COMMAND_MODULES:
@@ -172,14 +172,14 @@ class Lore:
     # -- conversations ------------------------------------------------------------
 
     def session(self, key: str) -> LiveSession:
-        from lore.sessions.live import LiveSession
+        from lore.backends.local.live import LiveSession
 
         return LiveSession(self.config.sessions_dir, key)
 
     def conversation(
         self, key: str, *, emit: Emit, author: str | None = None, channel: str = "cli"
     ) -> Conversation:
-        from lore.agent.conversation import Conversation
+        from lore.core.conversation import Conversation
 
         return Conversation(
             self, key, emit=emit, author=author or self.config.user_name, channel=channel

@@ -13,9 +13,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from lore.agent.builtin_commands import ExitChat
-from lore.agent.conversation import UnknownCommand
-from lore.agent.events import (
+from lore.core.builtin_commands import ExitChat
+from lore.core.conversation import UnknownCommand
+from lore.events import (
     Event,
     Notice,
     ReminderDue,
@@ -28,8 +28,8 @@ from lore.agent.events import (
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-    from lore.agent.conversation import Conversation
     from lore.app import Lore
+    from lore.core.conversation import Conversation
     from lore.reminders.scheduler import Scheduler
 
 __all__ = ["Renderer", "run_interactive", "run_once"]

@@ -40,8 +40,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from lore.backends.local.workspace_git import dream_log, dream_restore, dream_versions
     from lore.memory.dream import run_dream
-    from lore.memory.workspace_git import dream_log, dream_restore, dream_versions
 
     lore = load_runtime(args)
     if args.log is not None:

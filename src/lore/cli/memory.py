@@ -11,7 +11,7 @@ from lore.cli.common import add_scoped, print_json, runtime, show_usage
 
 if TYPE_CHECKING:
     from lore.app import Lore
-    from lore.memory.records import Memory
+    from lore.ports.memories import Memory
 
 __all__ = ["register"]
 

@@ -49,9 +49,9 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
     import signal
     import sys
 
+    from lore.backends.local.reminders import DueReminder
     from lore.reminders.delivery import session_delivery
     from lore.reminders.scheduler import Scheduler
-    from lore.reminders.store import DueReminder
 
     into_session = session_delivery(lore.session)
 

@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     from lore.sessions.closing import session_archive
-    from lore.tools.session_tools import describe_session
+    from lore.sessions.tools import describe_session
 
     lore = load_runtime(args)
     entries = session_archive(lore).entries()
@@ -71,7 +71,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
     from lore.sessions.closing import session_archive
-    from lore.tools.session_tools import Page, render_message
+    from lore.sessions.tools import Page, render_message
 
     lore = load_runtime(args)
     archive = session_archive(lore)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import Command
+from lore.core.commands import Command
 from lore.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import Conversation
+    from lore.core.conversation import Conversation
 
 __all__ = ["make_commands"]
 

@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from lore.backends.local.files import locked_file, try_lock
+from lore.backends.local.history import History, HistoryEntry
+from lore.backends.local.keys import key_to_filename
 from lore.errors import LoreError
-from lore.files import locked_file, try_lock
 from lore.llm.base import ChatRequest, Message, complete, content_text
 from lore.memory.flush import flush_before_compaction
-from lore.memory.history import History, HistoryEntry
-from lore.sessions.keys import key_to_filename
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import CompletedTurn, Conversation
     from lore.app import Lore
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.live import LiveSession
+    from lore.core.conversation import CompletedTurn, Conversation
 
 __all__ = [
     "CONSOLIDATION_PROMPT",

@@ -24,19 +24,19 @@ from datetime import tzinfo
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import LoreError, ToolError
-from lore.files import try_lock
-from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.consolidation import local_minute
-from lore.memory.history import History, HistoryEntry
-from lore.memory.workspace_git import (
+from lore.backends.local.files import try_lock
+from lore.backends.local.history import History, HistoryEntry
+from lore.backends.local.workspace_git import (
     COMMIT_PREFIX,
     CURATED,
     CURSOR_COMMIT,
     CURSOR_PATH,
     WorkspaceGit,
 )
-from lore.tools.base import ToolContext, ToolRegistry, required_str
+from lore.core.tools import ToolContext, ToolRegistry, required_str
+from lore.errors import LoreError, ToolError
+from lore.llm.base import ChatRequest, Message, complete
+from lore.memory.consolidation import local_minute
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lore.agent.events import Notice
 from lore.errors import InvalidInputError, LoreError, NotFoundError
+from lore.events import Notice
 from lore.llm.base import ChatRequest, Provider, complete
-from lore.memory.records import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
+from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import CompletedTurn, Conversation
     from lore.app import Lore
+    from lore.core.conversation import CompletedTurn, Conversation
 
 __all__ = [
     "EXTRACTION_PROMPT",

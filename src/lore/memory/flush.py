@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lore.backends.local.files import locked_file
 from lore.errors import LoreError
-from lore.files import locked_file
 from lore.llm.base import ChatRequest, Message, complete
 
 if TYPE_CHECKING:

@@ -15,13 +15,13 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
+from lore.backends.local.history import History
+from lore.backends.local.keys import key_to_filename
 from lore.memory.consolidation import consolidate_after_turn
-from lore.memory.history import History
-from lore.sessions.keys import key_to_filename
 
 if TYPE_CHECKING:
     from lore.app import Lore
-    from lore.tools.base import ToolContext
+    from lore.core.tools import ToolContext
 
 __all__ = ["archived_summary_section", "install", "recent_history_section"]
 

@@ -22,13 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.backends.local.archive import ArchivedSession, SessionArchive, slugify
+from lore.backends.local.files import try_lock
+from lore.backends.local.history import History
 from lore.errors import LoreError
-from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.consolidation import render_messages
 from lore.memory.flush import without_headings
-from lore.memory.history import History
-from lore.sessions.archive import ArchivedSession, SessionArchive, slugify
 from lore.sessions.closing import session_archive
 
 if TYPE_CHECKING:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lore.agent.events import Emit, ReminderDue
+from lore.backends.local.live import LiveSession
+from lore.backends.local.reminders import DueReminder
+from lore.events import Emit, ReminderDue
 from lore.llm.base import Message
 from lore.reminders.scheduler import Deliver
-from lore.reminders.store import DueReminder
 from lore.reminders.when import format_local
-from lore.sessions.live import LiveSession
 
 __all__ = [
     "deliver_to_session",

@@ -14,9 +14,9 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from lore.backends.local.reminders import DueReminder, ReminderStore
 from lore.clock import Clock
 from lore.errors import LoreError
-from lore.reminders.store import DueReminder, ReminderStore
 
 __all__ = ["Deliver", "Scheduler"]
 

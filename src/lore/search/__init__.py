@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import CompletedTurn, Conversation
     from lore.app import Lore
-    from lore.search.embed import Embedder
+    from lore.backends.local.search_index import SearchIndex
+    from lore.core.conversation import CompletedTurn, Conversation
+    from lore.embed import Embedder
     from lore.search.hybrid import Hit, Mode
-    from lore.search.store import SearchIndex
 
 __all__ = ["LoreSearch", "format_hits", "install", "searcher"]
 
@@ -49,7 +49,7 @@ class LoreSearch:
     @property
     def index(self) -> SearchIndex:
         if self._index is None:
-            from lore.search.store import SearchIndex
+            from lore.backends.local.search_index import SearchIndex
 
             self._index = SearchIndex(self._lore.db, self._embedder)
         return self._index

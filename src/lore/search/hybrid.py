@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lore.memory.text import normalise
-from lore.search.store import SearchIndex, Stored
+from lore.backends.local.search_index import SearchIndex, Stored
+from lore.text import normalise
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
 

@@ -24,12 +24,12 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.search.store import Entry, SearchIndex, SourceRecord
+from lore.backends.local.search_index import Entry, SearchIndex, SourceRecord
 
 if TYPE_CHECKING:
-    from lore.memory.records import Memory
-    from lore.memory.store import MemoryStore
-    from lore.sessions.archive import ArchivedSession, SessionArchive
+    from lore.backends.local.archive import ArchivedSession, SessionArchive
+    from lore.backends.local.memories import MemoryStore
+    from lore.ports.memories import Memory
 
 __all__ = [
     "NOTES_SCOPE",
@@ -270,7 +270,7 @@ def _dated(stem: str) -> float | None:
 
 
 def _is_template(text: str) -> bool:
-    from lore.workspace import template
+    from lore.backends.local.workspace import template
 
     return text.strip() == template("MEMORY.md").strip()
 

@@ -22,15 +22,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from lore.backends.local.archive import ArchivedSession, SessionArchive, slugify
+from lore.backends.local.keys import key_to_filename
+from lore.backends.local.live import SessionMeta
 from lore.errors import SessionError
-from lore.sessions.archive import ArchivedSession, SessionArchive, slugify
-from lore.sessions.keys import key_to_filename
-from lore.sessions.live import SessionMeta
 
 if TYPE_CHECKING:
-    from lore.agent.events import Emit
     from lore.app import Lore
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.live import LiveSession
+    from lore.events import Emit
 
 __all__ = [
     "STEPS",
@@ -192,7 +192,7 @@ def schedule_summary(lore: Lore, entry: ArchivedSession, *, emit: Emit | None = 
 
     def report(exc: BaseException) -> None:
         if emit is not None:
-            from lore.agent.events import Notice
+            from lore.events import Notice
 
             emit(Notice(f"session summary failed: {exc}", "warning"))
 

@@ -17,9 +17,9 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from lore.backends.local.database import Database
 from lore.errors import InvalidInputError, NotFoundError
-from lore.reminders.schedule import Schedule, next_after, parse_schedule
-from lore.store.database import Database
+from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["DueReminder", "Reminder", "ReminderStore"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lore.core.tools import Tool, ToolContext, required_str
 from lore.errors import InvalidInputError, NotFoundError, ToolError
-from lore.memory.records import KINDS, MAX_CONTENT, Source
-from lore.tools.base import Tool, ToolContext, required_str
+from lore.ports.memories import KINDS, MAX_CONTENT, Source
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -23,10 +23,10 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from lore.backends.local.files import cut_torn_tail, fsync_dir, locked_file
+from lore.backends.local.live import SessionMeta
 from lore.errors import SessionError
-from lore.files import cut_torn_tail, fsync_dir, locked_file
 from lore.llm.base import Message
-from lore.sessions.live import SessionMeta
 
 __all__ = ["ArchivedSession", "SessionArchive", "slugify"]
 

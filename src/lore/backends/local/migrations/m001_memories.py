@@ -1,6 +1,6 @@
 """Structured long-term memories: versions, their audit history, and a CJK-aware index.
 
-`memory_fts` holds pre-tokenised text (see `lore.memory.text`): a scope tag, words
+`memory_fts` holds pre-tokenised text (see `lore.text`): a scope tag, words
 (Latin, Cyrillic stems, jieba segments), CJK character unigrams and bigrams, keywords.
 """
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lore.app import Lore
-    from lore.tools.base import ToolContext
+    from lore.core.tools import ToolContext
 
 __all__ = ["IDENTITY", "OWNER_FILES", "TOOL_CONTRACT", "ContextBuilder", "ContextSection"]
 

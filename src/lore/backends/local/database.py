@@ -21,8 +21,8 @@ __all__ = ["Database", "migrations"]
 
 
 def migrations() -> list[tuple[int, str, ModuleType]]:
-    """Every migration module in `lore.store.migrations`, ordered by number."""
-    import lore.store.migrations as package
+    """Every migration module in `lore.backends.local.migrations`, ordered by number."""
+    import lore.backends.local.migrations as package
 
     found = []
     for info in pkgutil.iter_modules(package.__path__):

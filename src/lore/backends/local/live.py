@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lore.backends.local.files import atomic_write, locked_file
+from lore.backends.local.keys import key_to_filename
 from lore.errors import SessionError
-from lore.files import atomic_write, locked_file
 from lore.llm.base import Message
-from lore.sessions.keys import key_to_filename
 
 __all__ = ["LiveSession", "SessionMeta", "new_session_id"]
 

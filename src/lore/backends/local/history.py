@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
-from lore.files import cut_torn_tail, locked_file
+from lore.backends.local.files import cut_torn_tail, locked_file
 
 __all__ = ["History", "HistoryEntry"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import Command
+from lore.core.commands import Command
 from lore.errors import LoreError
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import Conversation
+    from lore.core.conversation import Conversation
 
 __all__ = ["make_commands"]
 
@@ -52,7 +52,7 @@ async def _dream(conversation: Conversation, args: str) -> str:
 
 
 async def _dream_log(conversation: Conversation, args: str) -> str:
-    from lore.memory.workspace_git import dream_log
+    from lore.backends.local.workspace_git import dream_log
 
     if not conversation.lore.config.is_owner_scope(conversation.scope):
         return _NOT_OWNER
@@ -63,7 +63,7 @@ async def _dream_log(conversation: Conversation, args: str) -> str:
 
 
 async def _dream_restore(conversation: Conversation, args: str) -> str:
-    from lore.memory.workspace_git import dream_restore, dream_versions
+    from lore.backends.local.workspace_git import dream_restore, dream_versions
 
     if not conversation.lore.config.is_owner_scope(conversation.scope):
         return _NOT_OWNER

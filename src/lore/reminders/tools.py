@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
+from lore.core.tools import Tool, ToolContext, optional_str, required_str
 from lore.errors import ConfigError, ToolError
-from lore.tools.base import Tool, ToolContext, optional_str, required_str
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from lore.core.tools import Tool, ToolContext, optional_int, required_str
 from lore.errors import ToolError
-from lore.tools.base import Tool, ToolContext, optional_int, required_str
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import Conversation
+    from lore.core.conversation import Conversation
 
 __all__ = ["Command", "CommandRegistry", "Handler", "is_command"]
 

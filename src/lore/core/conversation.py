@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import is_command
-from lore.agent.context import ContextBuilder
-from lore.agent.events import Emit, Notice, ReplyFailed
-from lore.agent.loop import TurnResult, run_tool_loop
+from lore.core.commands import is_command
+from lore.core.context import ContextBuilder
+from lore.core.loop import TurnResult, run_tool_loop
+from lore.core.tools import ToolContext
+from lore.core.window import history_window
 from lore.errors import BadRequestError, LoreError
+from lore.events import Emit, Notice, ReplyFailed
 from lore.llm.base import Message
-from lore.sessions.window import history_window
-from lore.tools.base import ToolContext
 
 if TYPE_CHECKING:
     from lore.app import Lore
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.live import LiveSession
 
 __all__ = ["AfterTurn", "CompletedTurn", "Conversation"]
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lore.errors import InvalidInputError
-from lore.memory.secrets import find_secret, refusal
+from lore.secrets import find_secret, refusal
 
 __all__ = [
     "KINDS",

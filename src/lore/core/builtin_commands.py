@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import Command
+from lore.core.commands import Command
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import Conversation
+    from lore.core.conversation import Conversation
 
 __all__ = ["ExitChat", "make_commands"]
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lore.backends.local.database import Database
 from lore.errors import InvalidInputError, NotFoundError
-from lore.memory.records import (
+from lore.ports.memories import (
     AuditEntry,
     Draft,
     ImportResult,
@@ -31,8 +32,7 @@ from lore.memory.records import (
     parse_record,
     valid_id,
 )
-from lore.memory.text import index_terms, match_expression
-from lore.store.database import Database
+from lore.text import index_terms, match_expression
 
 __all__ = ["ActivePage", "MemoryStore"]
 

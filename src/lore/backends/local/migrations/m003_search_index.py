@@ -1,6 +1,6 @@
 """The search index: one table of entries (memories, note chunks, archived messages).
 
-`search_fts` holds their CJK-aware terms (rowid = entry id, see `lore.memory.text`),
+`search_fts` holds their CJK-aware terms (rowid = entry id, see `lore.text`),
 `search_vectors` their int8 embeddings. Triggers on `memories` keep the index in step
 with every memory write, whoever makes it: a new or changed memory is queued for
 indexing (tokenising needs Python), and a memory that stops being active (forgotten,

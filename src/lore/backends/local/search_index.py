@@ -2,7 +2,7 @@
 
 An entry is a memory, a chunk of a Markdown note, or one archived message; it knows its
 scope, its source (memory id; file and line; session and message index) and its time.
-Text goes into FTS5 as CJK-aware terms (`lore.memory.text`) ranked by BM25; vectors
+Text goes into FTS5 as CJK-aware terms (`lore.text`) ranked by BM25; vectors
 are stored as int8 rows and searched by brute force in numpy, from a float32 matrix
 cached per scope (100,000 × 384 is a few milliseconds). Entries are searchable by text
 as soon as they are written; vectors follow when `embed_pending` runs (in background).
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from lore.memory.text import index_terms, match_expression
-from lore.search.embed import Embedder, VectorMatrix, Vectors, quantise
-from lore.store.database import Database
+from lore.backends.local.database import Database
+from lore.embed import Embedder, VectorMatrix, Vectors, quantise
+from lore.text import index_terms, match_expression
 
 __all__ = ["KINDS", "Entry", "IndexStats", "SearchIndex", "SourceRecord", "Stored", "scope_tag"]
 
@@ -117,7 +117,7 @@ class SearchIndex:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from lore.search.embed import default_embedder
+            from lore.embed import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder

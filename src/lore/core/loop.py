@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lore.agent.events import Emit, ReplyFinished, TextDelta, ToolCallEvent
+from lore.core.tools import ToolContext, ToolRegistry
+from lore.events import Emit, ReplyFinished, TextDelta, ToolCallEvent
 from lore.llm.base import ChatRequest, Completion, Message, Provider, TextChunk, Usage
-from lore.tools.base import ToolContext, ToolRegistry
 
 __all__ = ["TurnResult", "run_tool_loop"]
 

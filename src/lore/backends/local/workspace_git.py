@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lore.backends.local.files import try_lock
 from lore.errors import LoreError
-from lore.files import try_lock
 
 if TYPE_CHECKING:
     from lore.app import Lore

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from lore.backends.local.archive import ArchivedSession
+from lore.core.tools import Tool, ToolContext, optional_int, optional_str
 from lore.errors import ToolError
 from lore.llm.base import Message, content_text
-from lore.sessions.archive import ArchivedSession
 from lore.sessions.closing import session_archive
-from lore.tools.base import Tool, ToolContext, optional_int, optional_str
 
 if TYPE_CHECKING:
     from lore.app import Lore
