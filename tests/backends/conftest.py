@@ -1,8 +1,8 @@
 """Fixtures for the store suites that run over every backend.
 
 `backend` is "local" (SQLite in a temporary directory) or "postgres" (the embedded
-server from `tests/postgres_server.py`, started once per run; each test gets a fresh
-database, copied from one that is already migrated). Postgres tests carry the
+server from `tests/postgres_server.py`, started once per run; one database, migrated
+once and emptied before each test). Postgres tests carry the
 `postgres` marker and are skipped, with the reason, only when the server cannot start.
 """
 
@@ -25,20 +25,41 @@ def postgres_server() -> Iterator[EmbeddedPostgres]:
     except PostgresUnavailable as exc:
         pytest.skip(f"PostgreSQL cannot start here: {exc}")
     try:
-        from lore.backends.postgres.database import PostgresDatabase
-
-        template = server.create_database()
-        PostgresDatabase(template).close()  # migrated once; every test copies it
-        server.template = template.rsplit("/", 1)[1]
         yield server
     finally:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def _shared_postgres_url(postgres_server: EmbeddedPostgres) -> str:
+    from lore.backends.postgres.database import PostgresDatabase
+
+    url = postgres_server.create_database()
+    PostgresDatabase(url).close()  # migrated once
+    return url
+
+
 @pytest.fixture
-def postgres_url(postgres_server: EmbeddedPostgres) -> str:
-    """A fresh, migrated database of its own."""
-    return postgres_server.create_database(template=postgres_server.template)
+def postgres_url(_shared_postgres_url: str) -> str:
+    """A migrated database, emptied for this test (cheaper than a new database each time:
+    milliseconds rather than a second on a busy machine)."""
+    import psycopg
+
+    with psycopg.connect(_shared_postgres_url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            " AND tablename != 'lore_migrations'"
+        ).fetchall()
+        sequences = conn.execute(
+            "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'"
+        ).fetchall()
+        with conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")  # no FK order needed
+            for (table,) in tables:
+                conn.execute(f'DELETE FROM "{table}"')
+            for (sequence,) in sequences:
+                conn.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
+    return _shared_postgres_url
 
 
 @pytest.fixture

@@ -20,9 +20,10 @@ import psycopg
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from lore.config import redact_url
 from lore.errors import StoreError
 
-__all__ = ["Connection", "PostgresDatabase", "advisory_key", "migrations", "redact_url"]
+__all__ = ["Connection", "PostgresDatabase", "advisory_key", "migrations"]
 
 Connection = psycopg.Connection[DictRow]
 
@@ -60,7 +61,9 @@ def advisory_key(text: str) -> int:
 class PostgresDatabase:
     """The connection pool for one database. Use `atomic()` for every write."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 15.0
+    ) -> None:
         self.url = url
         self._local = threading.local()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
@@ -74,7 +77,7 @@ class PostgresDatabase:
             name="lore",
         )
         try:
-            self._pool.open(wait=True, timeout=15.0)
+            self._pool.open(wait=True, timeout=timeout)
         except PoolTimeout as exc:
             self._pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {redact_url(url)}") from exc
@@ -154,13 +157,3 @@ class PostgresDatabase:
 def _configure(conn: Connection) -> None:
     # Times come back in UTC, as the SQLite stores return them.
     conn.execute("SET TIME ZONE 'UTC'")
-
-
-def redact_url(url: str) -> str:
-    """The URL with its password masked, for messages and `lore config`."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user, has_password, _ = credentials.partition(":")
-    return f"{scheme}://{user}{':***' if has_password else ''}@{host}"

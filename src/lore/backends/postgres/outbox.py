@@ -1,0 +1,189 @@
+"""The outbox on PostgreSQL: the only SQL for deliveries, each public write one transaction.
+
+Delivery is lease → deliver under the item's idempotency key → `done`. Any number of
+workers lease at once: `FOR UPDATE SKIP LOCKED` hands each a disjoint set of rows
+without waiting on the others. A worker killed while it holds a lease simply lets it
+run out, and the next `lease` call gives the item to whoever asks; `done` only counts
+for the owner still holding the lease, so two workers never both mark one delivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
+
+from lore.backends.local.reminders import DueReminder
+from lore.backends.postgres.database import Connection, PostgresDatabase
+
+__all__ = ["MAX_ATTEMPTS", "OutboxItem", "PostgresOutbox", "occurrence_key", "reminder_item"]
+
+MAX_ATTEMPTS = 8  # then the item is marked failed, and shown as such
+_COLUMNS = "id, key, scope, channel, kind, payload, status, attempts, created_at, last_error"
+_READY = (
+    "status = 'pending' AND available_at <= %(now)s"
+    " AND (lease_until IS NULL OR lease_until < %(now)s)"
+)
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    id: int
+    key: str  # idempotency key: one delivery per key, ever
+    scope: str
+    channel: str  # the channel the item came from ('' when unknown)
+    kind: str  # 'reminder'
+    payload: dict[str, Any]
+    status: str  # pending | delivered | failed
+    attempts: int
+    created_at: datetime
+    last_error: str = ""
+
+
+def occurrence_key(reminder_id: int, due_at: datetime) -> str:
+    """The idempotency key of one occurrence: the same occurrence is delivered once."""
+    return f"reminder:{reminder_id}:{int(due_at.timestamp())}"
+
+
+def reminder_item(due: DueReminder) -> OutboxItem:
+    """A claimed reminder occurrence as an outbox item."""
+    reminder = due.reminder
+    return OutboxItem(
+        id=0,
+        key=occurrence_key(reminder.id, reminder.due_at),
+        scope=reminder.scope,
+        channel=reminder.channel,
+        kind="reminder",
+        payload={
+            "reminder_id": reminder.id,
+            "text": reminder.text,
+            "author": reminder.author,
+            "due_at": reminder.due_at.isoformat(),
+            "timezone": reminder.timezone,
+            "late": due.late,
+            "recurrence": reminder.recurrence,
+        },
+        status="pending",
+        attempts=0,
+        created_at=due.claimed_at,
+    )
+
+
+class PostgresOutbox:
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+
+    def put(self, item: OutboxItem, *, now: datetime) -> bool:
+        """Queue an item; False when an item with its key was queued before."""
+        with self.db.atomic() as conn:
+            return self.put_in(conn, item, now=now)
+
+    def put_in(self, conn: Connection, item: OutboxItem, *, now: datetime) -> bool:
+        """`put` inside a transaction the caller holds (a reminder claim)."""
+        cursor = conn.execute(
+            "INSERT INTO outbox (key, scope, channel, kind, payload, created_at, available_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
+            (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), now, now),
+        )
+        return cursor.rowcount == 1
+
+    def lease(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        scopes: Sequence[str] | None = None,
+        limit: int = 100,
+        seconds: float = 60.0,
+    ) -> list[OutboxItem]:
+        """Claim ready items (of these scopes, or any) for `seconds`: pending, and not
+        leased by another owner whose lease still runs. Rows another worker is leasing
+        at this very moment are skipped, not waited for."""
+        if scopes is not None and not scopes:
+            return []
+        args: dict[str, Any] = {
+            "now": now,
+            "owner": owner,
+            "until": now + timedelta(seconds=seconds),
+            "scopes": list(scopes or ()),
+            "limit": limit,
+        }
+        scoped = "" if scopes is None else " AND scope = ANY(%(scopes)s)"
+        with self.db.atomic() as conn:
+            rows = conn.execute(
+                "UPDATE outbox SET lease_owner = %(owner)s, lease_until = %(until)s"
+                f" WHERE id IN (SELECT id FROM outbox WHERE {_READY}{scoped}"
+                "  ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+                f" RETURNING {_COLUMNS}",
+                args,
+            ).fetchall()
+        return sorted((_item(row) for row in rows), key=lambda item: item.id)
+
+    def done(self, item_id: int, *, owner: str, now: datetime) -> bool:
+        """Mark delivered; False when the lease was lost (another owner took over)."""
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE outbox SET status = 'delivered', delivered_at = %s, delivered_by = %s,"
+                " lease_owner = NULL, lease_until = NULL"
+                " WHERE id = %s AND status = 'pending' AND lease_owner = %s",
+                (now, owner, item_id, owner),
+            )
+            return cursor.rowcount == 1
+
+    def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
+        """Give the item back after a failed delivery, ready again after `delay` seconds;
+        after MAX_ATTEMPTS it is marked failed."""
+        with self.db.atomic() as conn:
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = %s,"
+                " available_at = %s, lease_owner = NULL, lease_until = NULL,"
+                " status = CASE WHEN attempts + 1 >= %s THEN 'failed' ELSE status END"
+                " WHERE id = %s AND status = 'pending' AND lease_owner = %s",
+                (error[:500], now + timedelta(seconds=delay), MAX_ATTEMPTS, item_id, owner),
+            )
+
+    def ready_scopes(self, now: datetime) -> list[str]:
+        """Scopes with items ready to lease now."""
+        rows = self.db.fetch_all(f"SELECT DISTINCT scope FROM outbox WHERE {_READY}", {"now": now})
+        return [str(row["scope"]) for row in rows]
+
+    def next_ready(self, scope: str | None = None) -> datetime | None:
+        """When the soonest pending item (of one scope) becomes ready (leases included)."""
+        sql = (
+            "SELECT min(greatest(available_at, coalesce(lease_until, available_at))) AS at"
+            " FROM outbox WHERE status = 'pending'"
+        )
+        row = (
+            self.db.fetch_one(sql)
+            if scope is None
+            else self.db.fetch_one(sql + " AND scope = %s", (scope,))
+        )
+        return None if row is None else row["at"]
+
+    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+        """A scope's items, newest first."""
+        rows = self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM outbox WHERE scope = %s"
+            " AND status = coalesce(%s, status) ORDER BY id DESC LIMIT %s",
+            (scope, status, limit),
+        )
+        return [_item(row) for row in rows]
+
+
+def _item(row: DictRow) -> OutboxItem:
+    return OutboxItem(
+        id=row["id"],
+        key=row["key"],
+        scope=row["scope"],
+        channel=row["channel"],
+        kind=row["kind"],
+        payload=row["payload"],
+        status=row["status"],
+        attempts=row["attempts"],
+        created_at=row["created_at"],
+        last_error=row["last_error"] or "",
+    )
