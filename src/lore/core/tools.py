@@ -33,6 +33,9 @@ class ToolContext:
     now: datetime
     timezone: str
     channel: str = "cli"
+    trust: str = "owner"  # of the speaker: owner | member | guest
+    owner: bool = True  # the owner speaking in one of the owner's conversations
+    tools_enabled: bool = True  # the model can call tools this turn
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
@@ -57,24 +60,35 @@ class ToolResult:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._owner_only: set[str] = set()
         for tool in tools:
             self.add(tool)
 
-    def add(self, tool: Tool) -> None:
+    def add(self, tool: Tool, *, owner_only: bool = False) -> None:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
+        if owner_only:
+            self._owner_only.add(tool.name)
 
-    def names(self) -> list[str]:
-        return list(self._tools)
+    def names(self, ctx: ToolContext | None = None) -> list[str]:
+        return [name for name in self._tools if self._visible(name, ctx)]
 
-    def specs(self) -> list[ToolSpec]:
-        return [ToolSpec(t.name, t.description, t.parameters) for t in self._tools.values()]
+    def specs(self, ctx: ToolContext | None = None) -> list[ToolSpec]:
+        """The tools offered to the model; owner-only ones only to the owner."""
+        return [
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self._tools.values()
+            if self._visible(t.name, ctx)
+        ]
+
+    def _visible(self, name: str, ctx: ToolContext | None) -> bool:
+        return name not in self._owner_only or ctx is None or ctx.owner
 
     async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        tool = self._tools.get(call.name)
+        tool = self._tools.get(call.name) if self._visible(call.name, ctx) else None
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(self.names(ctx)) or "none"
             return ToolResult(call, f"Error: unknown tool {call.name!r}. Tools: {known}.", True)
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
