@@ -20,9 +20,9 @@ OTHER = "telegram:42"
 
 def memory_store(backend: str, database: Any) -> Any:
     if backend == "local":
-        from lore.backends.local.memories import MemoryStore
+        from lore.backends.local.memories import SQLiteMemoryStore
 
-        return MemoryStore(database)
+        return SQLiteMemoryStore(database)
     from lore.backends.postgres.memories import PostgresMemoryStore
 
     return PostgresMemoryStore(database)

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from lore.backends.postgres.database import PostgresDatabase
-from lore.backends.postgres.outbox import OutboxItem, PostgresOutbox
+from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
+from lore.ports.outbox import OutboxItem
 
 pytestmark = pytest.mark.postgres
 

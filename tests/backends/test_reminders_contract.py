@@ -16,9 +16,9 @@ HOME = "cli:default"
 
 def reminder_store(backend: str, database: Any) -> Any:
     if backend == "local":
-        from lore.backends.local.reminders import ReminderStore
+        from lore.backends.local.reminders import SQLiteReminderStore
 
-        return ReminderStore(database)
+        return SQLiteReminderStore(database)
     from lore.backends.postgres.reminders import PostgresReminderStore
 
     return PostgresReminderStore(database)

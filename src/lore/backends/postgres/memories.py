@@ -18,11 +18,11 @@ from typing import Any
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from lore.backends.local.memories import ActivePage
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.tsquery import ts_query
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import (
+    ActivePage,
     AuditEntry,
     Draft,
     ImportResult,
@@ -134,6 +134,12 @@ class PostgresMemoryStore:
             )
             self._audit(conn, memory.id, scope, "forget", by, via, now, {"erased": chain})
         return chain
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction (each takes its scope's lock inside it)."""
+        with self._db.atomic():
+            yield
 
     def import_(
         self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime

@@ -10,67 +10,22 @@ for the owner still holding the lease, so two workers never both mark one delive
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from lore.backends.local.reminders import DueReminder
 from lore.backends.postgres.database import Connection, PostgresDatabase
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
 
-__all__ = ["MAX_ATTEMPTS", "OutboxItem", "PostgresOutbox", "occurrence_key", "reminder_item"]
+__all__ = ["PostgresOutbox"]
 
-MAX_ATTEMPTS = 8  # then the item is marked failed, and shown as such
 _COLUMNS = "id, key, scope, channel, kind, payload, status, attempts, created_at, last_error"
 _READY = (
     "status = 'pending' AND available_at <= %(now)s"
     " AND (lease_until IS NULL OR lease_until < %(now)s)"
 )
-
-
-@dataclass(frozen=True)
-class OutboxItem:
-    id: int
-    key: str  # idempotency key: one delivery per key, ever
-    scope: str
-    channel: str  # the channel the item came from ('' when unknown)
-    kind: str  # 'reminder'
-    payload: dict[str, Any]
-    status: str  # pending | delivered | failed
-    attempts: int
-    created_at: datetime
-    last_error: str = ""
-
-
-def occurrence_key(reminder_id: int, due_at: datetime) -> str:
-    """The idempotency key of one occurrence: the same occurrence is delivered once."""
-    return f"reminder:{reminder_id}:{int(due_at.timestamp())}"
-
-
-def reminder_item(due: DueReminder) -> OutboxItem:
-    """A claimed reminder occurrence as an outbox item."""
-    reminder = due.reminder
-    return OutboxItem(
-        id=0,
-        key=occurrence_key(reminder.id, reminder.due_at),
-        scope=reminder.scope,
-        channel=reminder.channel,
-        kind="reminder",
-        payload={
-            "reminder_id": reminder.id,
-            "text": reminder.text,
-            "author": reminder.author,
-            "due_at": reminder.due_at.isoformat(),
-            "timezone": reminder.timezone,
-            "late": due.late,
-            "recurrence": reminder.recurrence,
-        },
-        status="pending",
-        attempts=0,
-        created_at=due.claimed_at,
-    )
 
 
 class PostgresOutbox:
@@ -133,6 +88,15 @@ class PostgresOutbox:
                 (now, owner, item_id, owner),
             )
             return cursor.rowcount == 1
+
+    def release(self, item_id: int, *, owner: str) -> None:
+        """Give a leased item back untried (a delivery stopped before it began)."""
+        with self.db.atomic() as conn:
+            conn.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+                " WHERE id = %s AND status = 'pending' AND lease_owner = %s",
+                (item_id, owner),
+            )
 
     def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
         """Give the item back after a failed delivery, ready again after `delay` seconds;

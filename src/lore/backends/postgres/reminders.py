@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg.rows import DictRow
 
-from lore.backends.local.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder
+from lore.backends.local.outbox import reminder_item
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.backends.postgres.outbox import PostgresOutbox, reminder_item
+from lore.backends.postgres.outbox import PostgresOutbox
 from lore.errors import InvalidInputError, NotFoundError
+from lore.ports.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder, zone_named
 from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["PostgresReminderStore"]
@@ -70,7 +70,7 @@ class PostgresReminderStore:
             raise InvalidInputError(
                 f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}"
             )
-        zone = _zone(timezone)
+        zone = zone_named(timezone)
         canonical = None
         if recurrence:
             schedule = _schedule(recurrence)
@@ -208,16 +208,6 @@ _SCOPED = " AND scope = %s"  # by a literal, so the (scope, status, due_at) inde
 @lru_cache(maxsize=256)
 def _schedule(text: str) -> Schedule:
     return parse_schedule(text)
-
-
-@lru_cache(maxsize=64)
-def _zone(name: str) -> tzinfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidInputError(
-            f"unknown timezone {name!r}; use an IANA name like Asia/Taipei"
-        ) from exc
 
 
 def _second(moment: datetime, *, up: bool = False) -> datetime:

@@ -10,23 +10,18 @@ a batch of unembedded rows `FOR UPDATE SKIP LOCKED`, so none is embedded twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from lore.backends.local.search_index import (
-    KINDS,
-    Entry,
-    IndexStats,
-    SourceRecord,
-    Stored,
-    searchable_text,
-)
+from lore.backends.local.search_index import searchable_text
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.tsquery import ts_query
 from lore.embed import Embedder, Vectors
 from lore.errors import StoreError
+from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 from lore.text import index_terms
 
 __all__ = ["PostgresSearchIndex"]
@@ -61,6 +56,12 @@ class PostgresSearchIndex:
         return self._embedder
 
     # -- writing --------------------------------------------------------------------------
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction."""
+        with self._db.atomic():
+            yield
 
     def put(self, entries: Iterable[Entry]) -> list[int]:
         """Index entries, replacing any with the same (kind, source, locator)."""
