@@ -92,7 +92,7 @@ def test_a_holder_killed_with_sigkill_releases_the_lock(
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
+    )
     assert holder.stdout is not None
     try:
         assert holder.stdout.readline() == "held\n"

@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     "serve",
     "bench",
     "config_cmd",
+    "migrate",
 )
 
 
