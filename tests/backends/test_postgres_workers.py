@@ -272,3 +272,38 @@ def test_a_worker_killed_mid_delivery_has_its_items_delivered_after_the_lease(
     assert all(outbox.done(i.id, owner="survivor", now=after) for i in taken)
     assert outbox.lease(owner="survivor", now=after + timedelta(days=1)) == []
     assert store.claim_due(after + timedelta(days=1)) == []  # and none claimed again
+
+
+def test_forget_leaves_the_text_in_no_row_of_any_table(postgres_url: str) -> None:
+    from lore.backends.postgres.backend import PostgresBackend
+    from lore.ports.search import Entry
+
+    backend = PostgresBackend(postgres_url)
+    try:
+        first, _ = backend.memory.remember(
+            HOME, "Zanzibarquux lives on Oldtownstrasse", keywords=["Flibbertigibbet"],
+            author="john", via="tool", now=NOW,
+        )  # fmt: skip
+        later = backend.memory.supersede(
+            HOME, first.id, "Zanzibarquux 住在紫色长颈鹿街", author="john", via="tool", now=NOW
+        )
+        backend.search_index.put([Entry(HOME, "memory", "", later.id, 0.0, later.content)])
+        backend.memory.forget(HOME, later.id, by="john", via="tool", now=NOW)
+        with backend.db.connection() as conn:
+            tables = [
+                row["tablename"]
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                )
+            ]
+            for needle in ("Zanzibarquux", "zanzibarquux", "oldtownstrasse", "长颈",
+                           "Flibbertigibbet", "flibbertigibbet"):  # fmt: skip
+                for table in tables:
+                    row = conn.execute(
+                        f'SELECT count(*) AS n FROM "{table}" t'
+                        " WHERE strpos(row_to_json(t)::text, %s) > 0",
+                        (needle,),
+                    ).fetchone()
+                    assert row is not None and row["n"] == 0, (needle, table)
+    finally:
+        backend.close()

@@ -38,13 +38,16 @@ class PostgresOutbox:
             return self.put_in(conn, item, now=now)
 
     def put_in(self, conn: Connection, item: OutboxItem, *, now: datetime) -> bool:
-        """`put` inside a transaction the caller holds (a reminder claim)."""
-        cursor = conn.execute(
-            "INSERT INTO outbox (key, scope, channel, kind, payload, created_at, available_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
-            (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), now, now),
-        )
+        """`put` inside a transaction the caller holds."""
+        cursor = conn.execute(_PUT, _put_args(item, now))
         return cursor.rowcount == 1
+
+    def put_all_in(self, conn: Connection, items: Sequence[OutboxItem], *, now: datetime) -> None:
+        """Queue many items in one round trip, inside the caller's transaction (a claim);
+        keys queued before are skipped."""
+        if items:
+            with conn.cursor() as cursor:
+                cursor.executemany(_PUT, [_put_args(item, now) for item in items])
 
     def lease(
         self,
@@ -136,6 +139,16 @@ class PostgresOutbox:
             (scope, status, limit),
         )
         return [_item(row) for row in rows]
+
+
+_PUT = (
+    "INSERT INTO outbox (key, scope, channel, kind, payload, created_at, available_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING"
+)
+
+
+def _put_args(item: OutboxItem, now: datetime) -> tuple[Any, ...]:
+    return (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), now, now)
 
 
 def _item(row: DictRow) -> OutboxItem:

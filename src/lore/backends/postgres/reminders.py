@@ -125,6 +125,8 @@ class PostgresReminderStore:
                 " FOR UPDATE SKIP LOCKED",
                 (moment, *((scope,) if scope is not None else ()), limit),
             ).fetchall()
+            finished: list[tuple[datetime, int]] = []
+            moved: list[tuple[datetime, datetime, int]] = []
             for row in rows:
                 reminder = _row(row)
                 next_due = None
@@ -133,22 +135,24 @@ class PostgresReminderStore:
                         _schedule(reminder.recurrence), reminder.anchor_at, now, reminder.zone
                     )
                 if next_due is None:
-                    conn.execute(
-                        "UPDATE reminders SET status = 'delivered', delivered_at = %s,"
-                        " delivery_count = delivery_count + 1 WHERE id = %s",
-                        (moment, reminder.id),
-                    )
+                    finished.append((moment, reminder.id))
                 else:
-                    conn.execute(
-                        "UPDATE reminders SET due_at = %s, delivered_at = %s,"
-                        " delivery_count = delivery_count + 1 WHERE id = %s",
-                        (_second(next_due, up=True), moment, reminder.id),
-                    )
-                due = DueReminder(
-                    reminder, now.astimezone(UTC), now - reminder.due_at > late_after, next_due
+                    moved.append((_second(next_due, up=True), moment, reminder.id))
+                late = now - reminder.due_at > late_after
+                claimed.append(DueReminder(reminder, now.astimezone(UTC), late, next_due))
+            # One round trip each, however many were claimed (the rows are locked already).
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE reminders SET status = 'delivered', delivered_at = %s,"
+                    " delivery_count = delivery_count + 1 WHERE id = %s",
+                    finished,
                 )
-                self._outbox.put_in(conn, reminder_item(due), now=now)
-                claimed.append(due)
+                cursor.executemany(
+                    "UPDATE reminders SET due_at = %s, delivered_at = %s,"
+                    " delivery_count = delivery_count + 1 WHERE id = %s",
+                    moved,
+                )
+            self._outbox.put_all_in(conn, [reminder_item(due) for due in claimed], now=now)
         return claimed
 
     # -- reads ----------------------------------------------------------------------
