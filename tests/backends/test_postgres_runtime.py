@@ -93,3 +93,22 @@ def test_remind_add_then_serve_once_delivers_from_postgres(
     assert capsys.readouterr().out == ""  # nothing twice
     assert main(["remind", "list", "--all"]) == 0
     assert "water the plants" in capsys.readouterr().out
+
+
+def test_index_rebuild_and_search_from_the_command_line_on_postgres(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    postgres_url: str,
+) -> None:
+    monkeypatch.setenv("LORE_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("LORE_USER", "john")
+    assert main(["memory", "add", "我每天早上喝美式咖啡", "--keyword", "coffee"]) == 0
+    assert main(["memory", "add", "Мама живёт в Москве"]) == 0
+    assert main(["index", "rebuild"]) == 0
+    capsys.readouterr()
+    assert main(["index", "stats", "--json"]) == 0
+    assert '"memory": 2' in capsys.readouterr().out
+    assert main(["memory", "search", "Москва", "--json"]) == 0
+    assert "Мама живёт в Москве" in capsys.readouterr().out
+    assert main(["memory", "search", "coffee", "--json"]) == 0
+    assert "美式咖啡" in capsys.readouterr().out
