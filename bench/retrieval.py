@@ -156,7 +156,11 @@ def load(path: Path) -> list[Conversation]:
 
 
 def run_lore(
-    conversations: Sequence[Conversation], home: Path, *, progress: bool = True
+    conversations: Sequence[Conversation],
+    home: Path,
+    *,
+    progress: bool = True,
+    database_url: str = "",
 ) -> tuple[list[Ranking], dict[str, Any]]:
     """Archive, index and embed every conversation in a Lore home; ask every question."""
     import asyncio
@@ -172,7 +176,8 @@ def run_lore(
     from lore.search.rebuild import Progress
     from lore.search.tool import MemorySearchTool
 
-    config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
+    env = {"LORE_HOME": str(home), "LORE_DATABASE_URL": database_url}
+    config = load_config(env=env, flags={"model": "scripted"})
     lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
     archive = SessionArchive(config.sessions_dir, config.home)
     dia_of: dict[tuple[str, int], str] = {}
@@ -353,11 +358,14 @@ def benchmark(
     limit_conversations: int | None = None,
     home: Path | None = None,
     progress: bool = True,
+    database_url: str = "",
 ) -> Report:
     conversations = load(path)[:limit_conversations]
     report = Report(path.name, len(conversations))
     with tempfile.TemporaryDirectory(prefix="lore-locomo-") as scratch:
-        lore_rankings, notes = run_lore(conversations, home or Path(scratch), progress=progress)
+        lore_rankings, notes = run_lore(
+            conversations, home or Path(scratch), progress=progress, database_url=database_url
+        )
     report.systems["Lore hybrid"] = lore_rankings
     report.systems["BM25 (FTS5)"] = run_bm25(conversations)
     report.notes = notes
@@ -371,6 +379,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit-conversations", type=int, metavar="N", help="only the first N conversations"
     )
     parser.add_argument("--home", type=Path, metavar="DIR", help="keep the Lore home here")
+    parser.add_argument(
+        "--database-url", default="", metavar="URL", help="Lore's stores in this PostgreSQL"
+    )
 
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
@@ -383,6 +394,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         limit_conversations=args.limit_conversations,
         home=args.home,
         progress=not args.json,
+        database_url=getattr(args, "database_url", ""),
     )
     out(json.dumps(as_json(report), indent=2) if args.json else render(report))
     return 0
