@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.search import SearchServices
 
 __all__ = ["Progress", "RebuildReport", "rebuild"]
 
@@ -62,7 +62,9 @@ class RebuildReport:
     seconds: float
 
 
-def rebuild(lore: Services, *, vectors: bool = True, stream: TextIO | None = None) -> RebuildReport:
+def rebuild(
+    lore: SearchServices, *, vectors: bool = True, stream: TextIO | None = None
+) -> RebuildReport:
     """Empty the index and fill it again from the memories table, the notes and the archive."""
     from lore.search import searcher, sources
 
