@@ -19,8 +19,8 @@ questions (LoCoMo's, plus Chinese and Russian ones), interleaved across sizes.
 
 Printed: `memory_search` hybrid and text-only p50/p95 beside raw FTS5 (a bare unicode61
 table of the same texts, terms OR-ed, ranked by bm25) in the same run; the system prompt
-build p50; the memory block with --db-rows memories in the database (--sizes' largest
-half in the scope), beside the raw SQLite rows + count; the peak memory (max RSS) of a
+build p50; the memory block with --db-rows memories in the database (--block-scope-rows
+of them in the scope), beside the raw SQLite rows + count; the peak memory (max RSS) of a
 `lore memory search` process; hybrid latency while another process keeps one core busy;
 and embedding throughput, batch and one by one.
 """
@@ -308,20 +308,35 @@ def summary(times: Sequence[float]) -> dict[str, float]:
     }
 
 
+# The search process reports its own high-water mark: VmHWM belongs to the process's
+# memory since exec, where ru_maxrss would also count what the benchmark's process
+# held when it forked.
+_MEASURED_SEARCH = """
+import sys
+from lore.cli import main
+code = main(sys.argv[1:])
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        sys.stderr.write("VmHWM " + line.split()[1] + "\\n")
+sys.exit(code)
+"""
+
+
 def peak_memory_mib(home: Path, query: str) -> float:
-    """Max RSS of a `lore memory search` process over this home (its own rusage)."""
+    """Peak resident memory of a `lore memory search` process over this home."""
     env = {**os.environ, "LORE_HOME": str(home), "LORE_MODEL": "scripted"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lore", "memory", "search", query, "--scope", SCOPE, "--json"],
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED_SEARCH, "memory", "search", query, "--scope", SCOPE],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
     )
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
+    found = re.search(r"VmHWM (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
         return float("nan")
-    return usage.ru_maxrss / 1024
+    return int(found.group(1)) / 1024
 
 
 def busy_core() -> subprocess.Popen[bytes]:
@@ -443,7 +458,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "query_embedding_idle": summary(idle_embed),
         }
     if args.db_rows:
-        in_scope = max(sizes) // 2
+        in_scope = min(args.block_scope_rows, args.db_rows)
         print(f"memory block: {args.db_rows:,} rows, {in_scope:,} in scope…", file=sys.stderr)
         result["block"] = {
             "rows": args.db_rows,
@@ -522,6 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--sample", type=int, default=1000, help="texts embedded for real")
     parser.add_argument("--db-rows", type=int, default=1_000_000)
+    parser.add_argument("--block-scope-rows", type=int, default=100_000)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result = run(args)

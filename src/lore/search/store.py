@@ -33,6 +33,7 @@ KINDS = ("memory", "note", "message")
 # extra text (a memory's keywords; a message's date and neighbouring turns): matches in
 # the text itself, as words or CJK grams, weigh more than matches in what surrounds it.
 _RANK = "bm25(0.0, 2.0, 2.0, 0.75)"
+_LOAD_ROWS = 4096
 # Below this share of the index, a search names its scopes inside the MATCH.
 _TAG_SHARE = 0.5
 
@@ -262,7 +263,7 @@ class SearchIndex:
     def embed_pending(
         self,
         *,
-        batch: int = 16,
+        batch: int = 32,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
@@ -451,13 +452,17 @@ class SearchIndex:
         cache = self._caches.get(scope)
         if cache is None:
             cache = self._caches[scope] = VectorMatrix()
-        rows = self._db.conn.execute(
+            self._scope_share([scope])
+            cache.reserve(self._sizes[scope], self.embedder.dim)
+        cursor = self._db.conn.execute(
             "SELECT v.entry_id, v.scale, v.vector, e.expires_at FROM search_entries e"
             " JOIN search_vectors v ON v.entry_id = e.id WHERE e.scope = ? AND e.id > ?"
             " ORDER BY e.id",
             (scope, cache.watermark),
-        ).fetchall()
-        if rows:
+        )
+        # A few thousand rows at a time: a whole scope as Python tuples would weigh more
+        # than the matrix itself.
+        while rows := cursor.fetchmany(_LOAD_ROWS):
             cache.append(rows)
         return cache
 

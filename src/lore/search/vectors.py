@@ -54,12 +54,19 @@ class VectorMatrix:
         arrays = (self.ids, self.codes, self.inverse_norms, self.expires, self.bits)
         return sum(a.nbytes for a in arrays)
 
+    def reserve(self, rows: int, dim: int) -> None:
+        """Room for `rows` rows in all, so a first load copies nothing as it grows."""
+        if rows > len(self.ids):
+            self._grow(rows, dim, exact=True)
+
     def append(self, rows: Sequence[tuple[int, float, bytes, float | None]]) -> None:
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         raw = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.int8)
         block = raw.reshape(len(rows), -1)
         # The scale is one positive factor per row: cosine needs only the int8 row's norm.
-        norms = np.linalg.norm(block.astype(np.float32), axis=1)
+        norms = np.concatenate(
+            [_norms(block[i : i + _BLOCK]) for i in range(0, len(block), _BLOCK)]
+        )
         expires = np.fromiter(
             (math.inf if r[3] is None else r[3] for r in rows), dtype=np.float64, count=len(rows)
         )
@@ -71,7 +78,10 @@ class VectorMatrix:
         self.inverse_norms[self.count : needed] = 1.0 / np.maximum(norms, 1e-12)
         self.expires[self.count : needed] = expires
         if self.centre is not None:
-            self.bits[:, self.count : needed] = self._sign_bits(block)
+            for first in range(0, len(block), _BLOCK):
+                at = self.count + first
+                part = block[first : first + _BLOCK]
+                self.bits[:, at : at + len(part)] = self._sign_bits(part)
         self.count = needed
         self.watermark = int(ids[-1])
         if self.centre is None and self.count > self.exact_rows:
@@ -111,8 +121,8 @@ class VectorMatrix:
 
     # -- inside ---------------------------------------------------------------------------
 
-    def _grow(self, needed: int, dim: int) -> None:
-        capacity = max(needed, len(self.ids) + len(self.ids) // 2, 64)
+    def _grow(self, needed: int, dim: int, *, exact: bool = False) -> None:
+        capacity = needed if exact else max(needed, len(self.ids) + len(self.ids) // 2, 64)
         codes = np.zeros((capacity, dim), dtype=np.int8)
         if self.count and self.codes.shape[1] == dim:
             codes[: self.count] = self.codes[: self.count]
@@ -168,6 +178,12 @@ class VectorMatrix:
         distance[~live] = np.iinfo(np.uint16).max
         wide = min(wide, self.count)
         return np.argpartition(distance, wide - 1)[:wide].astype(np.int64)
+
+
+def _norms(block: NDArray[np.int8]) -> NDArray[np.float32]:
+    wide = block.astype(np.float32)
+    squares: NDArray[np.float32] = np.einsum("ij,ij->i", wide, wide)
+    return np.sqrt(squares)
 
 
 def _pack(signs: NDArray[np.bool_]) -> NDArray[np.uint64]:
