@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from lore import __version__
+from lore.errors import LoreError
 
 __all__ = ["build_parser", "main"]
 
@@ -25,6 +26,7 @@ SUBCOMMANDS = (
     "serve",
     "bench",
     "config_cmd",
+    "doctor",
 )
 
 
@@ -47,8 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from lore.errors import LoreError
-
     try:
         code: int = args.func(args)
         return code
@@ -60,3 +60,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        damage = _database_damage(exc)
+        if damage is None:
+            raise
+        print(f"lore: {damage}", file=sys.stderr)
+        return 1
+
+
+def _database_damage(exc: Exception) -> LoreError | None:
+    """A damaged `lore.db` surfaces wherever SQLite first reads the bad page: turn it into
+    the one line that says so, here at the boundary, instead of a traceback."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    from lore.store.database import damaged_database_error
+
+    return damaged_database_error(exc)
