@@ -22,7 +22,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from lore.errors import SessionError
 from lore.sessions.archive import ArchivedSession, SessionArchive, slugify
 from lore.sessions.keys import key_to_filename
 from lore.sessions.live import SessionMeta
@@ -63,16 +62,36 @@ def close_session(
     reason: str = "new",
     session: LiveSession | None = None,
     fault: FaultHook | None = None,
-    _attempt: int = 0,
 ) -> ArchivedSession | None:
-    """Archive the live session of `key` and start a fresh one; None if it was empty."""
+    """Archive the live session of `key` and start a fresh one; None if it was empty.
+
+    The session's lock is held from reading the messages to the reset: a message another
+    process appends meanwhile waits, and lands in the fresh session instead of being
+    cleared with the old one."""
     session = session or lore.session(key)
-    session.refresh()
+    with session.locked():
+        session.refresh()
+        if not session.messages:
+            if reason == "new":
+                session.reset()
+            return None
+        entry = _archive(lore, session, reason=reason, fault=fault)
+        session.reset()
+        if reason == "idle":
+            session.update_meta(
+                extra={
+                    "previous_session_id": entry.session_id,
+                    "previous_transcript": entry.transcript_path,
+                }
+            )
+        _step(fault, "session_reset")
+    return entry
+
+
+def _archive(
+    lore: Lore, session: LiveSession, *, reason: str, fault: FaultHook | None
+) -> ArchivedSession:
     archive = session_archive(lore)
-    if not session.messages:
-        if reason == "new":
-            session.reset()
-        return None
     meta = replace(session.meta, extra=dict(session.meta.extra))
     messages = list(session.messages)
     indexed = archive.get(meta.session_id)
@@ -91,26 +110,6 @@ def close_session(
         _step(fault, "archive_written")
         archive.append_index(entry)
     _step(fault, "index_written")
-    session.refresh()
-    if session.meta.session_id != meta.session_id:
-        return entry  # closed by another process meanwhile; nothing left to clear
-    if len(session.messages) != len(messages):
-        # Another writer appended in between: archive again, with everything.
-        if _attempt >= 3:
-            raise SessionError(f"session {key} keeps changing; it was archived but not cleared")
-        log.info("session %s changed while closing; archiving it again", key)
-        return close_session(
-            lore, key, reason=reason, session=session, fault=fault, _attempt=_attempt + 1
-        )
-    session.reset()
-    if reason == "idle":
-        session.update_meta(
-            extra={
-                "previous_session_id": entry.session_id,
-                "previous_transcript": entry.transcript_path,
-            }
-        )
-    _step(fault, "session_reset")
     return entry
 
 
@@ -239,9 +238,13 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
             continue
         entry = indexed[live.session_id]
         session = lore.session(key)
-        if len(session.messages) == entry.message_count:
-            # Indexed but never cleared: finish the close.
-            session.reset()
+        with session.locked():
+            session.refresh()
+            if session.meta.session_id == entry.session_id and (
+                len(session.messages) == entry.message_count
+            ):
+                # Indexed but never cleared: finish the close.
+                session.reset()
     return [
         entry for entry in indexed.values() if entry.summary == "pending" and _closed(lore, entry)
     ]

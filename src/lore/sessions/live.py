@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import uuid
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +80,8 @@ class LiveSession:
         self._offset = 0
         self._meta_len = 0
         self._inode: int | None = None
+        self._thread_lock = threading.RLock()
+        self._held = 0
         directory.mkdir(parents=True, exist_ok=True)
         with self._locked():
             if not self.path.exists() or self.path.stat().st_size == 0:
@@ -213,5 +217,24 @@ class LiveSession:
         f.seek(0, os.SEEK_END)
         return last == b"\n"
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the session's lock across processes; the writes made inside (append,
+        reset, update_meta) reuse it, so a check and the write it decides stay one step."""
+        with self._thread_lock:
+            if self._held:
+                self._held += 1
+                try:
+                    yield
+                finally:
+                    self._held -= 1
+                return
+            with locked_file(self._lock_path):
+                self._held = 1
+                try:
+                    yield
+                finally:
+                    self._held = 0
+
     def _locked(self) -> AbstractContextManager[None]:
-        return locked_file(self._lock_path)
+        return self.locked()
