@@ -217,7 +217,7 @@ async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Lore) -> No
     )
     for bad in ("abc", "²"):  # "²".isdigit() is true, yet int() refuses it
         assert await conversation.command(f"/forget {bad}") == (
-            "Usage: /forget ID (the number after # in /memory)"
+            "Usage: /forget ID [everywhere [yes]] (ID: the number after # in /memory)"
         )
     assert await conversation.command(f"/forget #{memory.id}") == f"Forgot #{memory.id}."
     assert lore.memory.active(HOME, now=lore.clock.now()) == []

@@ -27,6 +27,7 @@ SUBCOMMANDS = (
     "bench",
     "config_cmd",
     "doctor",
+    "forget",
 )
 
 

@@ -64,7 +64,7 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
             print(line, flush=True)
         except OSError as exc:
             # It is delivered: a failure now would release it and deliver it twice.
-            log.warning("could not print %r: %s", line, exc)
+            log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
 
     scheduler = Scheduler(lore.reminders, lore.clock, deliver)
     try:

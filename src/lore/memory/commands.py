@@ -1,4 +1,5 @@
-"""Slash commands for memory: /memory, /remember TEXT, /forget ID. They work without a model."""
+"""Slash commands for memory: /memory, /remember TEXT, /forget ID [everywhere [yes]].
+They work without a model."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ def make_commands() -> list[Command]:
     return [
         Command("memory", "show the memory block exactly as the model sees it", _show),
         Command("remember", "note a long-term fact for this conversation", _remember, "TEXT"),
-        Command("forget", "erase a memory by its #id", _forget, "ID"),
+        Command(
+            "forget",
+            "erase a memory by its #id; `everywhere` also finds every copy of it",
+            _forget,
+            "ID [everywhere [yes]]",
+        ),
     ]
 
 
@@ -74,9 +80,12 @@ async def _remember(conversation: Conversation, args: str) -> str:
 
 
 async def _forget(conversation: Conversation, args: str) -> str:
-    text = args.strip().lstrip("#")
-    if not text.isdecimal():
-        return "Usage: /forget ID (the number after # in /memory)"
+    words = args.split()
+    text = words[0].lstrip("#") if words else ""
+    if not text.isdecimal() or words[1:] not in ([], ["everywhere"], ["everywhere", "yes"]):
+        return "Usage: /forget ID [everywhere [yes]] (ID: the number after # in /memory)"
+    if words[1:]:
+        return _forget_everywhere(conversation, int(text), erase=words[1:] == ["everywhere", "yes"])
     try:
         conversation.lore.memory.forget(
             conversation.scope,
@@ -88,3 +97,24 @@ async def _forget(conversation: Conversation, args: str) -> str:
     except (NotFoundError, InvalidInputError) as exc:
         return f"Nothing forgotten: {exc}"
     return f"Forgot #{text}."
+
+
+def _forget_everywhere(conversation: Conversation, memory_id: int, *, erase: bool) -> str:
+    from lore.memory.purge import forget_everywhere
+
+    lore = conversation.lore
+    if not lore.config.is_owner_scope(conversation.scope):
+        return "Nothing forgotten: only the owner's conversations can erase text everywhere."
+    try:
+        lines = forget_everywhere(
+            lore,
+            conversation.scope,
+            memory_id=memory_id,
+            erase=erase,
+            by=conversation.author,
+            via="command",
+            confirm=f"Type /forget {memory_id} everywhere yes to erase all of it.",
+        )
+    except (NotFoundError, InvalidInputError) as exc:
+        return f"Nothing forgotten: {exc}"
+    return "\n".join(lines)

@@ -127,6 +127,14 @@ class Database:
         with self._lock:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def vacuum(self) -> bool:
+        """Rewrite the file without free pages, then empty the WAL: after erasing text,
+        no old copy of it stays on disk. False if another connection kept the WAL busy."""
+        with self._lock:
+            self.conn.execute("VACUUM")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return not busy
+
     def close(self) -> None:
         with self._lock:
             self.conn.close()
