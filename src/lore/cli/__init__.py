@@ -45,8 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    for number, argument in enumerate(arguments, start=1):
+        if _not_text(argument):
+            print(
+                f"lore: argument {number} is not valid UTF-8 text; check the terminal's "
+                "encoding (nothing was changed)",
+                file=sys.stderr,
+            )
+            return 1
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
@@ -67,6 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"lore: {damage}", file=sys.stderr)
         return 1
+
+
+def _not_text(argument: str) -> bool:
+    """Bytes that were not UTF-8 reach argv as lone surrogates (surrogateescape)."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _database_damage(exc: Exception) -> LoreError | None:
