@@ -28,6 +28,7 @@ SUBCOMMANDS = (
     "config_cmd",
     "doctor",
     "forget",
+    "backup",
 )
 
 

@@ -127,6 +127,20 @@ class Database:
         with self._lock:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def backup_to(self, path: Path) -> None:
+        """A consistent copy of the whole database at `path`, made while others may be
+        writing (SQLite's online backup), then checked page by page."""
+        target = sqlite3.connect(str(path))
+        try:
+            with self._lock:
+                self.conn.backup(target)
+            target.execute("PRAGMA journal_mode=DELETE")
+            problems = [str(row[0]) for row in target.execute("PRAGMA integrity_check")]
+        finally:
+            target.close()
+        if problems != ["ok"]:
+            raise StoreError(f"the database copy failed its integrity check: {problems[0]}")
+
     def vacuum(self) -> bool:
         """Rewrite the file without free pages, then empty the WAL: after erasing text,
         no old copy of it stays on disk. False if another connection kept the WAL busy."""
