@@ -49,7 +49,8 @@ def _backup(args: argparse.Namespace) -> int:
     from lore.backup import backup
 
     report = backup(_home(args), Path(args.file))
-    print(f"Backed up {report.files} files to {report.path} ({report.size:,} bytes, verified).")
+    files = f"{report.files} file{'s' if report.files != 1 else ''}"
+    print(f"Backed up {files} to {report.path} ({report.size:,} bytes, verified).")
     return 0
 
 

@@ -67,7 +67,10 @@ def _database(path: Path, *, repair: bool) -> bool:
         kept = _move_aside(path)
         print(f"{name}: {what}; moved aside as {kept.name}; Lore starts with an empty one")
         return True
-    print(f"{name}: damaged ({len(health.problems)} problems), first: {health.problems[0]}")
+    count = len(health.problems)
+    print(
+        f"{name}: damaged ({count} problem{'s' if count != 1 else ''}), first: {health.problems[0]}"
+    )
     if not repair:
         print(
             f"{name}: run `lore doctor --repair` to copy what can be read into a new "
