@@ -94,8 +94,9 @@ def kill_after(args: list[str], env: dict[str, str], delay: float) -> tuple[bool
 
 class Moments:
     """Kill moments spread over a whole run on this machine: the first run is left to
-    finish and timed, later ones are killed anywhere from before the work starts to just
-    after it should have ended."""
+    finish and timed (and every later run that finishes before its kill times it again,
+    the fastest counting), later ones are killed anywhere from before the work starts to
+    about when it should end."""
 
     def __init__(self, seed: int) -> None:
         self._rng = random.Random(seed)
@@ -104,10 +105,10 @@ class Moments:
     def next(self) -> float:
         if self._whole is None:
             return 600.0
-        return self._rng.uniform(0.45 * self._whole, 1.05 * self._whole)
+        return self._rng.uniform(0.35 * self._whole, 1.0 * self._whole)
 
-    def ran(self, seconds: float) -> None:
-        if self._whole is None:
+    def ran(self, seconds: float, *, killed: bool = False) -> None:
+        if not killed and (self._whole is None or seconds < self._whole):
             self._whole = seconds
 
 
@@ -167,10 +168,34 @@ def database_damaged(home: Path) -> bool:
 
 
 def messages_once(home: Path) -> Counter[str]:
-    """Message contents across the live session and archives; an archive re-written after a
-    crashed close counts once (it is one file per session)."""
-    messages, _ = transcript_lines(home)
-    return Counter(str(m.get("content")) for m in messages)
+    """Message contents across the live sessions and the archived transcripts the index
+    lists. A transcript a killed close wrote but never indexed is not counted: nothing
+    reads it, and the next close of that session rewrites it whole."""
+    sessions = home / "sessions"
+    indexed: set[str] = set()
+    index = sessions / "_sessions.jsonl"
+    if index.exists():
+        for line in index.read_bytes().split(b"\n")[:-1]:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and data.get("transcript_path"):
+                indexed.add(str(data["transcript_path"]))
+    counted: Counter[str] = Counter()
+    files = [p for p in sessions.glob("*.jsonl") if p.name != "_sessions.jsonl"]
+    archive = sessions / "archive"
+    if archive.exists():
+        files += [p for p in archive.glob("*.jsonl") if p.relative_to(home).as_posix() in indexed]
+    for path in files:
+        for line in path.read_bytes().split(b"\n")[1:]:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and "role" in data:
+                counted[str(data.get("content"))] += 1
+    return counted
 
 
 # -- scenarios -----------------------------------------------------------------------------
@@ -191,7 +216,7 @@ def turn_kills(home: Path, server: FakeOpenAI, runs: int, *, seed: int = 0) -> T
         reply = f"Ответ {n}: " + "слово " * 60 + f"конец {n}."
         server.reply(reply)
         killed, out, seconds = kill_after(["chat", "-m", f"ход {n} 第{n}轮"], env, moments.next())
-        moments.ran(seconds)
+        moments.ran(seconds, killed=killed)
         tally.runs += 1
         tally.killed += killed
         if reply in out:
@@ -213,11 +238,11 @@ def turn_kills(home: Path, server: FakeOpenAI, runs: int, *, seed: int = 0) -> T
 def new_kills(home: Path, runs: int, *, seed: int = 0, size: int = 1500) -> Tally:
     """`/new` on a long session killed at random: every message stays in the live session
     or an archive, exactly once after recovery; every line parses."""
-    from lore.app import Lore
+    from lore.backends.local.live import LiveSession
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import build
     from lore.sessions.closing import recover_interrupted
-    from lore.sessions.live import LiveSession
 
     moments = Moments(seed)
     prepare(home)
@@ -233,12 +258,12 @@ def new_kills(home: Path, runs: int, *, seed: int = 0, size: int = 1500) -> Tall
         )
         written += batch
         killed, _, seconds = kill_after(["chat", "-m", "/new"], env, moments.next())
-        moments.ran(seconds)
+        moments.ran(seconds, killed=killed)
         tally.runs += 1
         tally.killed += killed
         _, corrupted = transcript_lines(home)
         tally.corrupted += corrupted
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
     recover_interrupted(lore, min_age=0)
     seen = messages_once(home)
     tally.lost = sum(1 for text in written if seen[text] == 0)
@@ -247,11 +272,12 @@ def new_kills(home: Path, runs: int, *, seed: int = 0, size: int = 1500) -> Tall
 
 
 def serve_kills(home: Path, runs: int, *, per_run: int = 60, seed: int = 0) -> Tally:
-    """`lore serve --once` with reminders due, killed at random, then run again to the end:
-    every reminder is in its conversation exactly once."""
+    """`lore serve --once` with reminders due, killed at random, then run again to the end;
+    finally a start after every lease ran out: every reminder is in its conversation
+    exactly once."""
     from lore.config import load_config
-    from lore.reminders.store import ReminderStore
-    from lore.store.database import Database
+    from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import build
 
     moments = Moments(seed)
     prepare(home)
@@ -261,17 +287,17 @@ def serve_kills(home: Path, runs: int, *, per_run: int = 60, seed: int = 0) -> T
     tally = Tally()
     expected: set[int] = set()
     for n in range(runs):
-        db = Database(config.db_path)
-        store = ReminderStore(db)
+        runtime = build(config, provider=ScriptedProvider())
+        store = runtime.reminders
         now = datetime.now(UTC)
         for i in range(per_run):
             reminder = store.add(
                 f"cli:r{i % 3}", "anna", f"напоминание {n}-{i}", now, timezone="UTC", now=now
             )
             expected.add(reminder.id)
-        db.close()
+        runtime.db.close()
         killed, _, seconds = kill_after(["serve", "--once"], env, moments.next())
-        moments.ran(seconds)
+        moments.ran(seconds, killed=killed)
         tally.runs += 1
         tally.killed += killed
         subprocess.run(
@@ -284,8 +310,34 @@ def serve_kills(home: Path, runs: int, *, per_run: int = 60, seed: int = 0) -> T
         )
         _, corrupted = transcript_lines(home)
         tally.corrupted += corrupted + database_damaged(home)
+    _restart_after_leases_ran_out(config)
     messages, _ = transcript_lines(home)
     delivered = Counter(int(m["reminder_id"]) for m in messages if "reminder_id" in m)
     tally.lost = sum(1 for rid in expected if delivered[rid] == 0)
     tally.duplicated = sum(1 for rid in expected if delivered[rid] > 1)
     return tally
+
+
+def _restart_after_leases_ran_out(config: Any) -> None:
+    """A later start, once every lease a killed process held has run out (leases last a
+    minute; the clock is moved on instead of waiting)."""
+    import asyncio
+    from datetime import timedelta
+
+    from lore.clock import FixedClock
+    from lore.llm.scripted import ScriptedProvider
+    from lore.reminders.delivery import session_delivery
+    from lore.reminders.scheduler import Scheduler
+    from lore.runtime import build
+
+    later = FixedClock(datetime.now(UTC) + timedelta(minutes=5))
+    runtime = build(config, provider=ScriptedProvider(), clock=later)
+
+    async def finish() -> None:
+        deliver = session_delivery(runtime.sessions, lambda scope: None)
+        await Scheduler(runtime.reminders, later, deliver).run_once()
+
+    try:
+        asyncio.run(finish())
+    finally:
+        runtime.db.close()

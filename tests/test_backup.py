@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.workspace_git import WorkspaceGit
 from lore.cli import main
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
-from lore.memory.workspace_git import WorkspaceGit
+from lore.runtime import build
 from lore.sessions.closing import close_session
 
 
@@ -27,7 +27,7 @@ def _user(monkeypatch: pytest.MonkeyPatch) -> None:
 def _fill(config: Config) -> None:
     config.home.mkdir(parents=True, exist_ok=True)
     (config.home / "config.toml").write_text('timezone = "Asia/Taipei"\n')
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
     lore.memory.remember(
         "cli:default", "Анна живёт в Хуаляне", author="anna", via="cli", now=lore.clock.now()
     )

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.live import LiveSession
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.closing import close_session, session_archive
-from lore.sessions.live import LiveSession
+from lore.runtime import Runtime, build
+from lore.sessions.closing import close_session
 
 KEY = "cli:default"
 COUNT = 80
@@ -31,7 +31,7 @@ _APPENDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.live import LiveSession
 
     directory, count = Path(sys.argv[1]), int(sys.argv[2])
     session = LiveSession(directory, "cli:default")
@@ -42,9 +42,9 @@ _APPENDER = textwrap.dedent(
 )
 
 
-def _everything(lore: Lore) -> Counter[str]:
+def _everything(lore: Runtime) -> Counter[str]:
     seen: Counter[str] = Counter()
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     for path in archive.transcripts():
         for raw in path.read_bytes().splitlines()[1:]:
             seen[json.loads(raw)["content"]] += 1
@@ -56,7 +56,7 @@ def _everything(lore: Lore) -> Counter[str]:
 def test_new_while_another_process_appends_loses_and_repeats_nothing(
     config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
     reset = LiveSession.reset
 
     def slow_reset(self: LiveSession, session_id: str | None = None) -> None:

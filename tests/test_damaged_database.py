@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore as MemoryStore
 from lore.config import Config
 from lore.errors import StoreError
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
+from lore.backends.local.live import LiveSession
 from lore.cli import main
 from lore.config import Config
-from lore.sessions.archive import SessionArchive
-from lore.sessions.closing import close_session, session_archive
-from lore.sessions.live import LiveSession
+from lore.runtime import Runtime
+from lore.sessions.closing import close_session
 
 BAD_LINES = (
     b"{not json\n",
@@ -24,7 +24,7 @@ BAD_LINES = (
 )
 
 
-def _archived(lore: Lore) -> Path:
+def _archived(lore: Runtime) -> Path:
     session = lore.session("cli:default")
     session.append(
         [
@@ -34,7 +34,7 @@ def _archived(lore: Lore) -> Path:
     )
     entry = close_session(lore, "cli:default")
     assert entry is not None
-    return session_archive(lore).resolve(entry.transcript_path)
+    return lore.sessions.archive.resolve(entry.transcript_path)
 
 
 def _damage(path: Path) -> None:
@@ -44,11 +44,11 @@ def _damage(path: Path) -> None:
 
 
 async def test_reading_an_archive_skips_each_bad_line_and_names_it(
-    lore: Lore, caplog: pytest.LogCaptureFixture
+    lore: Runtime, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _archived(lore)
     _damage(path)
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     (entry,) = archive.entries()
     with caplog.at_level(logging.WARNING):
         messages, total = archive.read_messages(entry)
@@ -65,7 +65,7 @@ async def test_reading_an_archive_skips_each_bad_line_and_names_it(
 
 
 async def test_memory_search_and_index_rebuild_survive_a_bad_line(
-    lore: Lore, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _archived(lore)
     _damage(path)
@@ -79,7 +79,7 @@ async def test_memory_search_and_index_rebuild_survive_a_bad_line(
 
 
 async def test_doctor_repairs_a_broken_metadata_line_from_the_index(
-    lore: Lore, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _archived(lore)
     lines = path.read_bytes().split(b"\n", 1)

@@ -4,23 +4,27 @@ the git history (objects decompressed), the search index, the database file and 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
 import zlib
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.history import History
+from lore.backends.local.workspace_git import WorkspaceGit
 from lore.cli import main
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
-from lore.memory.history import History
-from lore.memory.records import Source
-from lore.memory.workspace_git import WorkspaceGit
-from lore.sessions.closing import close_session, session_archive
+from lore.ports.memories import Source
+from lore.reminders.delivery import session_delivery
+from lore.reminders.scheduler import Scheduler
+from lore.runtime import build
+from lore.sessions.closing import close_session
 
 SAID = "I see Dr. Petrova about my anxiety every Friday"
 FACT = "Anna sees Dr. Petrova for anxiety on Fridays"
@@ -35,7 +39,8 @@ def _user(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _plant(config: Config) -> int:
     """Copies of the text in every place a real Lore puts them."""
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
+    lore.workspace.ensure()  # the templates a first chat writes
     session = lore.session(KEY)
     session.append(
         [
@@ -84,6 +89,14 @@ def _plant(config: Config) -> int:
     git.commit(["USER.md"], f"dream: noted {FACT}")
     user_md.write_text(f"# User\n\n- {FACT}\n- {OTHER}\n", encoding="utf-8")
     git.commit(["USER.md"], "dream: travel plans")
+    now = lore.clock.now()
+    lore.reminders.add(KEY, "anna", f"Friday: {FACT}", now, timezone="UTC", now=now)
+    lore.reminders.add(
+        KEY, "anna", f"Next week: {FACT}", now + timedelta(days=7), timezone="UTC", now=now
+    )
+    deliver = session_delivery(lore.sessions, lambda scope: None)
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver)
+    assert len(asyncio.run(scheduler.run_once(now + timedelta(seconds=5)))) == 1
     logging.getLogger("lore.test").warning("extraction reply was not valid JSON: %s", SAID)
     for handler in logging.getLogger().handlers:
         handler.flush()
@@ -136,6 +149,7 @@ def test_forget_everywhere_shows_then_erases_every_copy(
     assert "Nothing was changed" in shown
     for place in ("sessions/_sessions.jsonl", "workspace/USER.md", "workspace/.git", "lore.db"):
         assert place in shown, shown
+    assert "lore.db: 2 reminders" in shown and "lore.db: 1 delivery" in shown
     after_dry_run = {w: d for w, d in _every_byte(config.home) if "lore.log" not in w}
     assert after_dry_run == snapshot
 
@@ -145,7 +159,7 @@ def test_forget_everywhere_shows_then_erases_every_copy(
     assert _copies(config.home) == []
 
     # What was not forgotten is intact, and every file keeps its structure.
-    archive = session_archive(Lore(config))
+    archive = build(config).sessions.archive
     (entry,) = archive.entries()
     messages, total = archive.read_messages(entry)
     assert total == 6
@@ -165,7 +179,7 @@ def test_forget_everywhere_shows_then_erases_every_copy(
 def test_forget_a_phrase_everywhere_in_chinese(
     config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
     lore.session(KEY).append(
         [
             {"role": "user", "content": "我的医生是王大夫，每周五见面"},
@@ -175,7 +189,7 @@ def test_forget_a_phrase_everywhere_in_chinese(
     lore.db.close()
     assert main(["forget", "--everywhere", "--phrase", "王大夫", "--yes"]) == 0
     assert "no copy is left" in capsys.readouterr().out
-    live = Lore(config).session(KEY)
+    live = build(config).session(KEY)
     assert [m["content"] for m in live.messages] == [
         "我的医生是[forgotten]，每周五见面",
         "好的，[forgotten]每周五。",
@@ -195,7 +209,7 @@ def test_forget_needs_everywhere_and_a_long_enough_phrase(
 def test_slash_forget_everywhere_shows_first_then_erases(
     config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lore = Lore(config, provider=ScriptedProvider())
+    lore = build(config, provider=ScriptedProvider())
     session = lore.session(KEY)
     session.append([{"role": "user", "content": "Запомни: мой врач доктор Петрова"}])
     memory, _ = lore.memory.remember(

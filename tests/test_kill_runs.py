@@ -32,11 +32,6 @@ def test_a_few_new_commands_killed_lose_and_repeat_nothing(tmp_path: Path) -> No
     assert tally.clean, tally.line("/new")
 
 
-@pytest.mark.xfail(
-    reason="claimed reminders are marked delivered before delivery; a kill in between "
-    "loses them until delivery leases, delivers, then marks done",
-    strict=False,
-)
 def test_a_few_serve_runs_killed_deliver_each_reminder_once(tmp_path: Path) -> None:
     tally = crash_runs.serve_kills(tmp_path / "home", 3, per_run=100, seed=13)
     assert tally.clean, tally.line("serve")

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from lore.agent.builtin_commands import ExitChat
-from lore.agent.conversation import UnknownCommand
-from lore.channels.terminal import Renderer
+from lore.channels.terminal import EXIT, Renderer
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
 __all__ = ["decode_line", "run_piped"]
 
@@ -26,8 +24,8 @@ def decode_line(raw: bytes) -> tuple[str, bool]:
     return cleaned, cleaned != raw.decode("utf-8", "surrogateescape")
 
 
-async def run_piped(lore: Lore, key: str, source: BinaryIO, *, out: TextIO, err: TextIO) -> int:
-    """Send every non-empty line of `source`; 1 if any turn failed."""
+async def run_piped(lore: Runtime, key: str, source: BinaryIO, *, out: TextIO, err: TextIO) -> int:
+    """Send every non-empty line of `source`; 1 if any of them failed."""
     from lore.sessions.closing import close_if_idle
 
     renderer = Renderer(out, err, interactive=False)
@@ -39,24 +37,15 @@ async def run_piped(lore: Lore, key: str, source: BinaryIO, *, out: TextIO, err:
             text, replaced = decode_line(raw.rstrip(b"\r\n"))
             if not text.strip():
                 continue
+            if text.strip() == EXIT:
+                break
             if replaced:
                 err.write(
                     f"lore: line {number} had bytes that are not UTF-8 text (or NUL); "
                     "they were sent as \ufffd\n"
                 )
-            renderer.failed = None
-            try:
-                result = await conversation.send(text)
-            except UnknownCommand as exc:
-                err.write(f"lore: {exc}\n")
-                code = 1
-                continue
-            except ExitChat:
-                break
-            if isinstance(result, str):
-                if result:
-                    out.write(result.rstrip("\n") + "\n")
-            elif renderer.failed is not None:
+            outcome = await conversation.send(text)
+            if not outcome.ok:
                 code = 1
             out.flush()
     finally:

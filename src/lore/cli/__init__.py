@@ -94,6 +94,6 @@ def _database_damage(exc: Exception) -> LoreError | None:
     sqlite3 = sys.modules.get("sqlite3")
     if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError):
         return None
-    from lore.store.database import damaged_database_error
+    from lore.backends.local.database import damaged_database_error
 
     return damaged_database_error(exc)

@@ -46,7 +46,7 @@ def _home(args: argparse.Namespace) -> Path:
 
 
 def _backup(args: argparse.Namespace) -> int:
-    from lore.backup import backup
+    from lore.backends.local.backup import backup
 
     report = backup(_home(args), Path(args.file))
     files = f"{report.files} file{'s' if report.files != 1 else ''}"
@@ -55,7 +55,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from lore.backup import restore
+    from lore.backends.local.backup import restore
 
     home = _home(args)
     report = restore(Path(args.file), home, force=args.force)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _database(path: Path, *, repair: bool) -> bool:
-    from lore.store import repair as db_repair
+    from lore.backends.local import repair as db_repair
 
     health = db_repair.check(path)
     name = path.name
@@ -92,7 +92,7 @@ def _database(path: Path, *, repair: bool) -> bool:
 
 
 def _transcripts(sessions_dir: Path, home: Path, *, repair: bool) -> bool:
-    from lore.sessions import repair as transcripts
+    from lore.backends.local import session_repair as transcripts
 
     damages = transcripts.scan(sessions_dir, home)
     if not damages:

@@ -28,10 +28,10 @@ from lore.files import fsync_dir, locked_file
 from lore.memory.redaction import Redactor
 
 if TYPE_CHECKING:
-    from lore.app import Lore
-    from lore.memory.records import Memory
-    from lore.memory.workspace_git import WorkspaceGit
-    from lore.search.store import SearchIndex
+    from lore.core.services import Services as Lore
+    from lore.ports.memories import Memory
+    from lore.ports.notes import Versions
+    from lore.ports.search import SearchIndexPort as SearchIndex
 
 __all__ = [
     "MIN_CHARS",
@@ -56,6 +56,8 @@ _PLURALS = {
     "audit detail": "audit details",
     "search index entry": "search index entries",
     "version in the history": "versions in the history",
+    "reminder": "reminders",
+    "delivery": "deliveries",
 }
 
 
@@ -158,10 +160,14 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
     if lore.config.db_path.exists():
         found.memory_ids, found.audit_ids = lore.memory.matching(match)
         found.entry_ids = _search_index(lore).entries_matching(match)
+        reminders = lore.reminders.redact_text(match, redactor.text, dry_run=True)
+        deliveries = lore.outbox.redact_text(match, redactor.text, dry_run=True)
         rows = [
             (len(found.memory_ids), "memory", _ids(found.memory_ids)),
             (len(found.audit_ids), "audit detail", ""),
             (len(found.entry_ids), "search index entry", ""),
+            (reminders, "reminder", ""),
+            (deliveries, "delivery", ""),
         ]
         for count, what, note in rows:
             if count:
@@ -199,12 +205,19 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
     index = _search_index(lore) if lore.config.db_path.exists() else None
     if index is not None and found.entry_ids:
         index.remove_entries(found.entry_ids)
+    if index is not None:
+
+        def match(value: str) -> bool:
+            return redactor.count(value) > 0
+
+        lore.reminders.redact_text(match, redactor.text)
+        lore.outbox.redact_text(match, redactor.text)
     for path in found.files:
         _redact_file(lore, redactor, path)
     _git(lore).rewrite_history(redactor.raw)
     if index is not None:
         _reindex(lore, index)
-        if not lore.db.vacuum():
+        if not lore.memory.compact():
             log.warning("forget: another process kept the WAL busy; it empties on its close")
     log.info("forget everywhere: erased copies in %d places", len(found.places))
     left = plan(lore, list(found.texts))
@@ -291,35 +304,29 @@ def _rewrite(redactor: Redactor, path: Path, target: Path | None) -> None:
 
 
 def _search_index(lore: Lore) -> SearchIndex:
-    from lore.search import searcher
-
-    return searcher(lore).index
+    return lore.search_index
 
 
 def _reindex(lore: Lore, index: SearchIndex) -> None:
     """Index the redacted notes and transcripts again (their text changed)."""
     from lore.search import sources
-    from lore.sessions.closing import session_archive
 
     if lore.config.workspace.exists():
         sources.sync_notes(index, lore.config.workspace)
-    sources.sync_archive(index, session_archive(lore), zone=lore.zone)
+    sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
 
 
-def _git(lore: Lore) -> WorkspaceGit:
-    from lore.memory.workspace_git import WorkspaceGit
-
-    return WorkspaceGit(lore.config.workspace)
+def _git(lore: Lore) -> Versions:
+    return lore.versions
 
 
 def _source_message(lore: Lore, scope: str, session_id: str, index: int) -> str | None:
     from lore.errors import SessionError
-    from lore.sessions.closing import session_archive
 
     live = lore.session(scope)
     messages = live.messages if live.meta.session_id == session_id else None
     if messages is None:
-        archive = session_archive(lore)
+        archive = lore.sessions.archive
         entry = archive.get(session_id)
         if entry is None:
             return None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lore.sessions.archive import slugify
+from lore.text import slugify
 
 __all__ = ["REPLACEMENT", "Redactor", "redact_fast_export"]
 
