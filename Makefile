@@ -43,6 +43,7 @@ torture: $(VENV)/.test
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
+	$(PY) bench/runtime.py
 	$(PY) bench/memory_block.py
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py
