@@ -312,7 +312,7 @@ def _reindex(lore: Lore, index: SearchIndex) -> None:
     from lore.search import sources
 
     if lore.config.workspace.exists():
-        sources.sync_notes(index, lore.config.workspace)
+        sources.sync_notes(index, lore.config.workspace, lore.notes)
     sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
 
 
