@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.errors import InvalidInputError
+from lore.ports.outbox import OutboxItem
 
 if TYPE_CHECKING:
     from lore.ports.outbox import Outbox
@@ -26,6 +27,7 @@ __all__ = [
     "Reminder",
     "ReminderStore",
     "occurrence_key",
+    "reminder_item",
     "zone_named",
 ]
 
@@ -154,6 +156,32 @@ class ReminderStore(Protocol):
 def occurrence_key(reminder_id: int, due_at: datetime) -> str:
     """The idempotency key of one occurrence: the same occurrence is delivered once."""
     return f"reminder:{reminder_id}:{int(due_at.timestamp())}"
+
+
+def reminder_item(due: DueReminder) -> OutboxItem:
+    """A claimed occurrence as the outbox item every backend queues for it: its payload
+    is what a delivery reads."""
+    reminder = due.reminder
+    return OutboxItem(
+        id=0,
+        key=occurrence_key(reminder.id, reminder.due_at),
+        scope=reminder.scope,
+        channel=reminder.channel,
+        kind="reminder",
+        payload={
+            "reminder_id": reminder.id,
+            "text": reminder.text,
+            "author": reminder.author,
+            "due_at": reminder.due_at.isoformat(),
+            "timezone": reminder.timezone,
+            "late": due.late,
+            "recurrence": reminder.recurrence,
+            "next_due": due.next_due.isoformat() if due.next_due else None,
+        },
+        status="pending",
+        attempts=0,
+        created_at=due.claimed_at,
+    )
 
 
 @lru_cache(maxsize=64)
