@@ -1,0 +1,100 @@
+"""The `backend` fixture: every contract test runs once per registered backend.
+
+A backend registers a factory that builds its stores for one test and tears them down:
+
+    @register("postgres")
+    @contextmanager
+    def postgres(tmp_path: Path) -> Iterator[Backend]:
+        ...  # pytest.skip(...) when its server is not there
+        yield Backend(memories=..., reminders=..., sessions=..., history=...)
+
+Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lore.ports.memories import MemoryStore
+from lore.ports.notes import HistoryLog
+from lore.ports.outbox import Outbox
+from lore.ports.reminders import ReminderStore
+from lore.ports.sessions import SessionStore
+
+
+@dataclass
+class Backend:
+    memories: MemoryStore
+    reminders: ReminderStore
+    sessions: SessionStore
+    history: HistoryLog
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.reminders.outbox
+
+
+Factory = Callable[[Path], AbstractContextManager[Backend]]
+FACTORIES: dict[str, Factory] = {}
+
+
+def register(name: str) -> Callable[[Factory], Factory]:
+    def add(factory: Factory) -> Factory:
+        FACTORIES[name] = factory
+        return factory
+
+    return add
+
+
+@register("fake")
+@contextmanager
+def fake(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.fake.stores import FakeStores
+
+    stores = FakeStores()
+    yield Backend(stores.memories, stores.reminders, stores.sessions, stores.history)
+
+
+@register("local")
+@contextmanager
+def local(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.local.database import Database
+    from lore.backends.local.history import History
+    from lore.backends.local.memories import SQLiteMemoryStore
+    from lore.backends.local.outbox import LocalOutbox
+    from lore.backends.local.reminders import SQLiteReminderStore
+    from lore.backends.local.sessions import LocalSessions
+
+    home = tmp_path / "contract-home"
+    db = Database(home / "lore.db")
+    try:
+        yield Backend(
+            memories=SQLiteMemoryStore(db),
+            reminders=SQLiteReminderStore(db, LocalOutbox(db)),
+            sessions=LocalSessions(home / "sessions", home),
+            history=History(home / "workspace" / "memory"),
+        )
+    finally:
+        db.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # At collection, not import: a backend registered after this module loaded counts too.
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", sorted(FACTORIES))
+
+
+@pytest.fixture
+def backend_name() -> str:
+    raise AssertionError("parametrised by pytest_generate_tests")
+
+
+@pytest.fixture
+def backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
+    with FACTORIES[backend_name](tmp_path) as built:
+        yield built
