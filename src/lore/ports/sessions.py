@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from lore.llm.base import Message
 
 __all__ = [
+    "CLOSE_STEPS",
     "ArchivedSession",
     "FaultHook",
     "LiveSession",
@@ -26,6 +27,10 @@ __all__ = [
 ]
 
 FaultHook = Callable[[str], None]
+
+# The steps of a close, in order; `close` calls its `fault` hook after each, so a test
+# can stop it there (the transcript half-written, written, indexed, the session reset).
+CLOSE_STEPS = ("archive_tmp_written", "archive_written", "index_written", "session_reset")
 
 
 @dataclass
