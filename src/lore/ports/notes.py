@@ -51,19 +51,26 @@ class Commit:
 
 
 class HistoryLog(Protocol):
-    """Summaries of conversation that left the window, in cursor order."""
+    """Summaries of conversation that left the window, in cursor order. The suite in
+    tests/contract/test_history_contract.py holds every backend to this."""
 
-    def append(self, session_key: str, content: str, *, now: datetime) -> HistoryEntry: ...
+    def append(self, session_key: str, content: str, *, now: datetime) -> HistoryEntry:
+        """Durably add `content` (trimmed) under the next cursor (1, 2, ... across every
+        key), stamped with `now` to the second in its own offset; a naive `now` is a
+        ValueError."""
 
-    def dream_cursor(self) -> int: ...
+    def dream_cursor(self) -> int:
+        """The last cursor Dream has fully processed (0 before it ever ran)."""
 
     def set_dream_cursor(self, cursor: int) -> None: ...
 
-    def entries(self, after: int = 0, *, limit: int | None = None) -> list[HistoryEntry]: ...
+    def entries(self, after: int = 0, *, limit: int | None = None) -> list[HistoryEntry]:
+        """Entries with cursor > `after`, oldest first, at most `limit` (the oldest)."""
 
     def recent(
         self, session_key: str, *, after: int | None = None, limit: int = 50
-    ) -> list[HistoryEntry]: ...
+    ) -> list[HistoryEntry]:
+        """The newest `limit` entries of one key (after cursor `after`), oldest first."""
 
 
 class Workspace(Protocol):
