@@ -6,7 +6,8 @@ A backend registers a factory that builds its stores for one test and tears them
     @contextmanager
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
-        yield Backend(memories=..., reminders=..., sessions=..., history=...)
+        yield Backend(memories=..., reminders=..., sessions=..., history=...,
+                      reopen=...)  # the same storage through new connections
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
 """
@@ -14,7 +15,7 @@ Tests use only the ports (the Protocols in lore.ports), never a backend's own me
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ class Backend:
     reminders: ReminderStore
     sessions: SessionStore
     history: HistoryLog
+    # Every store opened again on the same storage, as another process would open them.
+    reopen: Callable[[], Backend]
 
     @property
     def outbox(self) -> Outbox:
@@ -57,7 +60,11 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
     from lore.backends.fake.stores import FakeStores
 
     stores = FakeStores()
-    yield Backend(stores.memories, stores.reminders, stores.sessions, stores.history)
+
+    def same() -> Backend:  # one process's memory is all the storage there is
+        return Backend(stores.memories, stores.reminders, stores.sessions, stores.history, same)
+
+    yield same()
 
 
 @register("local")
@@ -71,16 +78,20 @@ def local(tmp_path: Path) -> Iterator[Backend]:
     from lore.backends.local.sessions import LocalSessions
 
     home = tmp_path / "contract-home"
-    db = Database(home / "lore.db")
-    try:
-        yield Backend(
-            memories=SQLiteMemoryStore(db),
-            reminders=SQLiteReminderStore(db, LocalOutbox(db)),
-            sessions=LocalSessions(home / "sessions", home),
-            history=History(home / "workspace" / "memory"),
-        )
-    finally:
-        db.close()
+    with ExitStack() as opened:
+
+        def open_home() -> Backend:
+            db = Database(home / "lore.db")
+            opened.callback(db.close)
+            return Backend(
+                memories=SQLiteMemoryStore(db),
+                reminders=SQLiteReminderStore(db, LocalOutbox(db)),
+                sessions=LocalSessions(home / "sessions", home),
+                history=History(home / "workspace" / "memory"),
+                reopen=open_home,
+            )
+
+        yield open_home()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
