@@ -6,7 +6,7 @@ A backend registers a factory that builds its stores for one test and tears them
     @contextmanager
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
-        yield Backend(memories=..., reminders=..., sessions=..., history=...,
+        yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
                       reopen=...)  # the same storage through new connections
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
@@ -14,18 +14,43 @@ Tests use only the ports (the Protocols in lore.ports), never a backend's own me
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from lore.ports.memories import MemoryStore
 from lore.ports.notes import HistoryLog
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
+from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
+
+
+class HashEmbedder:
+    """Character bigrams hashed into 64 dimensions: texts sharing words are near, and no
+    model is loaded. Deterministic across processes (no `hash()`)."""
+
+    name = "contract-hash-64"
+    dim = 64
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self.embed_passages(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            folded = f" {text.casefold()} "
+            for i in range(len(folded) - 1):
+                bucket = zlib.crc32(folded[i : i + 2].encode("utf-8")) % self.dim
+                rows[row, bucket] += 1.0
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows
 
 
 @dataclass
@@ -34,6 +59,7 @@ class Backend:
     reminders: ReminderStore
     sessions: SessionStore
     history: HistoryLog
+    search: SearchIndexPort
     # Every store opened again on the same storage, as another process would open them.
     reopen: Callable[[], Backend]
 
@@ -57,12 +83,16 @@ def register(name: str) -> Callable[[Factory], Factory]:
 @register("fake")
 @contextmanager
 def fake(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.fake.search_index import FakeSearchIndex
     from lore.backends.fake.stores import FakeStores
 
     stores = FakeStores()
+    search = FakeSearchIndex(HashEmbedder())
 
     def same() -> Backend:  # one process's memory is all the storage there is
-        return Backend(stores.memories, stores.reminders, stores.sessions, stores.history, same)
+        return Backend(
+            stores.memories, stores.reminders, stores.sessions, stores.history, search, same
+        )
 
     yield same()
 
@@ -75,6 +105,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
     from lore.backends.local.memories import SQLiteMemoryStore
     from lore.backends.local.outbox import LocalOutbox
     from lore.backends.local.reminders import SQLiteReminderStore
+    from lore.backends.local.search_index import SearchIndex
     from lore.backends.local.sessions import LocalSessions
 
     home = tmp_path / "contract-home"
@@ -88,6 +119,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
                 reminders=SQLiteReminderStore(db, LocalOutbox(db)),
                 sessions=LocalSessions(home / "sessions", home),
                 history=History(home / "workspace" / "memory"),
+                search=SearchIndex(db, HashEmbedder()),
                 reopen=open_home,
             )
 
