@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.memories import MemoryStore
-    from lore.ports.notes import HistoryLog, Versions, Workspace
+    from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
     from lore.ports.outbox import Outbox
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
@@ -163,6 +163,12 @@ class Runtime:
         workspace = LocalWorkspace(self.config.workspace)
         workspace.ensure()
         return workspace
+
+    @cached_property
+    def notes(self) -> NotesStore:
+        from lore.backends.local.notes import LocalNotes
+
+        return LocalNotes(self.workspace.root)
 
     @cached_property
     def versions(self) -> Versions:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -130,6 +130,3 @@ def optional_int(args: dict[str, Any], name: str, default: int) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise ToolError(f"'{name}' must be an integer") from exc
-
-
-ToolFactory = Callable[..., Tool]
