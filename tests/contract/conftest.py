@@ -7,7 +7,7 @@ A backend registers a factory that builds its stores for one test and tears them
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
         yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
-                      reopen=...)  # the same storage through new connections
+                      notes=..., reopen=...)  # reopen: the same storage, new connections
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
 """
@@ -25,7 +25,7 @@ import pytest
 from numpy.typing import NDArray
 
 from lore.ports.memories import MemoryStore
-from lore.ports.notes import HistoryLog
+from lore.ports.notes import HistoryLog, NotesStore
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
@@ -60,6 +60,7 @@ class Backend:
     sessions: SessionStore
     history: HistoryLog
     search: SearchIndexPort
+    notes: NotesStore
     # Every store opened again on the same storage, as another process would open them.
     reopen: Callable[[], Backend]
 
@@ -91,7 +92,13 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
 
     def same() -> Backend:  # one process's memory is all the storage there is
         return Backend(
-            stores.memories, stores.reminders, stores.sessions, stores.history, search, same
+            stores.memories,
+            stores.reminders,
+            stores.sessions,
+            stores.history,
+            search,
+            stores.notes,
+            same,
         )
 
     yield same()
@@ -103,6 +110,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
     from lore.backends.local.database import Database
     from lore.backends.local.history import History
     from lore.backends.local.memories import SQLiteMemoryStore
+    from lore.backends.local.notes import LocalNotes
     from lore.backends.local.outbox import LocalOutbox
     from lore.backends.local.reminders import SQLiteReminderStore
     from lore.backends.local.search_index import SearchIndex
@@ -120,6 +128,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
                 sessions=LocalSessions(home / "sessions", home),
                 history=History(home / "workspace" / "memory"),
                 search=SearchIndex(db, HashEmbedder()),
+                notes=LocalNotes(home / "workspace"),
                 reopen=open_home,
             )
 

@@ -75,13 +75,20 @@ class Note:
 
 
 class NotesStore(Protocol):
+    """Notes under the workspace's memory/, each recorded with the scope it came from.
+    A path outside memory/*.md is a ValueError (nothing written). The suite in
+    tests/contract/test_notes_contract.py holds every backend to this."""
+
     def append(
         self, path: str, text: str, *, scope: str, title: str, at: datetime, file_title: str
     ) -> Note:
-        """Add a section to the file (created with `file_title` as its heading)."""
+        """Add a section (`## title`, a blank line, the text, a blank line) to the file,
+        created with `# file_title` and a blank line; the note's `line` is where its text
+        begins."""
 
     def create(self, stem: str, text: str, *, scope: str, at: datetime) -> Note:
-        """Write `memory/<stem>.md` (or `<stem>-2.md`, ...), never overwriting a file."""
+        """Write `memory/<stem>.md` (or `<stem>-2.md`, ... up to -99, then a LoreError),
+        never overwriting a file; the note begins on line 1."""
 
     def notes(self, path: str) -> list[Note]:
         """The notes rendered into one file, in order; [] for a file none names."""

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 from lore.backends.fake.history import FakeHistory
 from lore.backends.fake.memories import FakeMemoryStore
+from lore.backends.fake.notes import FakeNotes
 from lore.backends.fake.reminders import FakeReminderStore
 from lore.backends.fake.sessions import FakeSessions
 from lore.ports.memories import MemoryStore
-from lore.ports.notes import HistoryLog
+from lore.ports.notes import HistoryLog, NotesStore
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.sessions import SessionStore
@@ -27,6 +28,7 @@ class FakeStores:
     reminders: ReminderStore = field(default_factory=FakeReminderStore)
     sessions: SessionStore = field(default_factory=FakeSessions)
     history: HistoryLog = field(default_factory=FakeHistory)
+    notes: NotesStore = field(default_factory=FakeNotes)
 
     @property
     def outbox(self) -> Outbox:
