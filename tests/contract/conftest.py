@@ -85,16 +85,18 @@ def register(name: str) -> Callable[[Factory], Factory]:
 @contextmanager
 def fake(tmp_path: Path) -> Iterator[Backend]:
     from lore.backends.fake.search_index import FakeSearchIndex
+    from lore.backends.fake.sessions import FakeSessions
     from lore.backends.fake.stores import FakeStores
 
     stores = FakeStores()
     search = FakeSearchIndex(HashEmbedder())
+    sessions = FakeSessions()
 
-    def same() -> Backend:  # one process's memory is all the storage there is
+    def same() -> Backend:  # one process's memory is all the storage there is...
         return Backend(
             stores.memories,
             stores.reminders,
-            stores.sessions,
+            sessions.reopened(),  # ...but each process has handles of its own
             stores.history,
             search,
             stores.notes,

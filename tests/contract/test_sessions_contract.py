@@ -68,16 +68,24 @@ def test_a_new_live_session_is_empty_with_metadata_for_its_key(sessions: Session
     assert sessions.live_keys() == [KEY]
 
 
-def test_appended_messages_are_read_back_exactly_by_every_handle(sessions: SessionStore) -> None:
-    writer = sessions.live(KEY)
-    reader = sessions.live(KEY)
+def test_appended_messages_are_read_back_exactly_by_every_handle(backend: Backend) -> None:
+    writer = backend.sessions.live(KEY)
+    reader = backend.reopen().sessions.live(KEY)  # another process's handle
     writer.append(MESSAGES[:2])
     writer.append(MESSAGES[2:])
     assert writer.messages == MESSAGES
     assert reader.messages == []  # until it refreshes
     reader.refresh()
     assert reader.messages == MESSAGES
-    assert sessions.live(KEY).messages == MESSAGES
+    assert backend.reopen().sessions.live(KEY).messages == MESSAGES
+
+
+def test_live_gives_a_handle_current_as_of_the_call(backend: Backend) -> None:
+    held = backend.sessions.live(KEY)
+    backend.reopen().sessions.live(KEY).append(MESSAGES[:1])
+    again = backend.sessions.live(KEY)  # the same handle refreshed, or a new one
+    assert again.messages == MESSAGES[:1]
+    assert again is held or held.messages == []
 
 
 def test_keys_are_separate_conversations(sessions: SessionStore) -> None:
@@ -99,15 +107,12 @@ def test_any_key_names_its_own_session(sessions: SessionStore) -> None:
         assert sessions.live(key).messages == [{"role": "user", "content": f"message {n}"}]
 
 
-def test_a_caller_changing_its_list_afterwards_changes_nothing_stored(
-    sessions: SessionStore,
-) -> None:
+def test_a_caller_changing_what_it_appended_changes_nothing_stored(backend: Backend) -> None:
     message: Message = {"role": "user", "content": "original"}
-    session = sessions.live(KEY)
-    session.append([message])
+    backend.sessions.live(KEY).append([message])
     message["content"] = "changed"
-    session.messages[0]["content"] = "changed too"
-    assert sessions.live(KEY).messages == [{"role": "user", "content": "original"}]
+    assert backend.sessions.live(KEY).messages == [{"role": "user", "content": "original"}]
+    assert backend.reopen().sessions.live(KEY).messages == [message | {"content": "original"}]
 
 
 def test_append_bumps_updated_at_unless_told_not_to(sessions: SessionStore) -> None:
@@ -119,8 +124,9 @@ def test_append_bumps_updated_at_unless_told_not_to(sessions: SessionStore) -> N
     assert sessions.live(KEY).meta.updated_at > "2000-01-01T00:00:00+00:00"
 
 
-def test_append_once_appends_a_delivery_key_only_once(sessions: SessionStore) -> None:
-    first, second = sessions.live(KEY), sessions.live(KEY)
+def test_append_once_appends_a_delivery_key_only_once(backend: Backend) -> None:
+    sessions = backend.sessions
+    first, second = sessions.live(KEY), backend.reopen().sessions.live(KEY)
     reminder: Message = {"role": "assistant", "content": "⏰ 喝水", "reminder_id": 7}
     assert first.append_once("reminder:7:100", [reminder])
     assert not second.append_once("reminder:7:100", [reminder])  # sees the other's write
@@ -130,13 +136,13 @@ def test_append_once_appends_a_delivery_key_only_once(sessions: SessionStore) ->
     assert stored[0] == {**reminder, "delivery": "reminder:7:100"}
 
 
-def test_a_mark_sets_flags_on_one_message_for_every_reader(sessions: SessionStore) -> None:
-    session = sessions.live(KEY)
+def test_a_mark_sets_flags_on_one_message_for_every_reader(backend: Backend) -> None:
+    session = backend.sessions.live(KEY)
     session.append(MESSAGES[:2])
     session.mark(0, cancelled=True)
     session.mark(1, unanswered=True, reason="остановлено")
     session.mark(99, cancelled=True)  # no such message: ignored
-    for reader in (session, sessions.live(KEY)):
+    for reader in (session, backend.reopen().sessions.live(KEY)):
         assert reader.messages[0] == {**MESSAGES[0], "cancelled": True}
         assert reader.messages[1] == {**MESSAGES[1], "unanswered": True, "reason": "остановлено"}
         assert len(reader.messages) == 2
@@ -165,14 +171,14 @@ def test_reset_starts_a_fresh_transcript_under_the_same_key(sessions: SessionSto
     assert sessions.live(KEY).meta.session_id == "chosen-id"
 
 
-def test_a_handle_sees_a_reset_done_through_another(sessions: SessionStore) -> None:
-    stale = sessions.live(KEY)
+def test_a_handle_sees_a_reset_done_through_another(backend: Backend) -> None:
+    stale = backend.sessions.live(KEY)
     stale.append(MESSAGES)
-    sessions.live(KEY).reset()
+    backend.reopen().sessions.live(KEY).reset()
     stale.refresh()
     assert stale.messages == []
     stale.append(MESSAGES[:1])
-    assert sessions.live(KEY).messages == MESSAGES[:1]
+    assert backend.reopen().sessions.live(KEY).messages == MESSAGES[:1]
 
 
 def test_the_lock_is_reentrant_and_writes_inside_it_land(sessions: SessionStore) -> None:

@@ -100,8 +100,8 @@ class Draft(Protocol):
 
 class LiveSession(Protocol):
     """One conversation's live transcript. `refresh()` sees other writers' lines (and a
-    reset done through another handle). `messages` are the handle's own copies: changing
-    them, or a list after appending it, changes nothing stored."""
+    reset done through another handle). Changing a message after appending it, or in
+    `messages`, changes nothing stored."""
 
     key: str
     messages: list[Message]
@@ -170,7 +170,9 @@ class SessionStore(Protocol):
     def archive(self) -> SessionArchive: ...
 
     def live(self, key: str) -> LiveSession:
-        """The live session of `key` (created empty when it has none)."""
+        """The live session of `key` (created empty when it has none), current as of this
+        call. A store may hand out the same handle each time (refreshed), so what a
+        caller changes in `messages` may be seen by later callers, never by the store."""
 
     def live_meta(self, key: str) -> SessionMeta | None:
         """The live session's metadata without creating or loading it (None when `key`

@@ -105,18 +105,35 @@ class FakeArchive:
 
 
 class FakeSessions:
-    def __init__(self) -> None:
-        self._archive = FakeArchive()
-        self._live: dict[str, LiveState] = {}
-        self._attached: set[str] = set()
+    def __init__(self, shared: FakeSessions | None = None) -> None:
+        if shared is None:
+            self._archive = FakeArchive()
+            self._live: dict[str, LiveState] = {}
+            self._attached: set[str] = set()
+        else:  # another process on the same storage: its own handles on the same state
+            self._archive, self._live, self._attached = (
+                shared._archive,
+                shared._live,
+                shared._attached,
+            )
+        self._handles: dict[str, FakeLiveSession] = {}
+
+    def reopened(self) -> FakeSessions:
+        """The same sessions as another process sees them (with handles of its own)."""
+        return FakeSessions(self)
 
     @property
     def archive(self) -> FakeArchive:
         return self._archive
 
     def live(self, key: str) -> FakeLiveSession:
-        state = self._live.setdefault(key, LiveState.fresh(key))
-        return FakeLiveSession(state)
+        handle = self._handles.get(key)
+        if handle is None:
+            state = self._live.setdefault(key, LiveState.fresh(key))
+            handle = self._handles[key] = FakeLiveSession(state)
+        else:
+            handle.refresh()
+        return handle
 
     def live_meta(self, key: str) -> SessionMeta | None:
         state = self._live.get(key)
