@@ -244,6 +244,21 @@ def test_a_failed_write_inside_a_batch_undoes_the_whole_batch(store: MemoryStore
     assert [m.content for m in store.active(HOME, now=NOW)] == ["kept"]
 
 
+def test_a_write_that_fails_inside_a_batch_is_undone_alone(store: MemoryStore) -> None:
+    with store.batch():
+        tea = note(store, "I drink tea")
+        coffee = note(store, "I drink coffee")
+        with pytest.raises(InvalidInputError):
+            store.supersede(HOME, coffee, "I drink tea", author="john", via="tool", now=NOW)
+        note(store, "Я пью кофе")
+    assert sorted(m.content for m in store.active(HOME, now=NOW)) == [
+        "I drink coffee",
+        "I drink tea",
+        "Я пью кофе",
+    ]
+    assert store.get(HOME, tea).status == "active"
+
+
 def test_a_forget_inside_a_batch_is_erased_when_the_batch_ends(store: MemoryStore) -> None:
     memory_id = note(store, "Zanzibarquux lives at Qwertyplatz")
     with store.batch():

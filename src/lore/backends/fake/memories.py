@@ -38,7 +38,6 @@ class FakeMemoryStore:
     def __init__(self) -> None:
         self._memories: dict[int, Memory] = {}
         self._audit: list[tuple[str, AuditEntry]] = []  # (scope, entry)
-        self._depth = 0
 
     # -- writing ------------------------------------------------------------------------
 
@@ -200,17 +199,14 @@ class FakeMemoryStore:
 
     @contextmanager
     def _atomic(self) -> Iterator[None]:
-        """The outermost write keeps a copy to put back if anything inside raises."""
-        saved = (dict(self._memories), list(self._audit)) if self._depth == 0 else None
-        self._depth += 1
+        """A copy to put back if anything inside raises: a savepoint at every depth, so a
+        failed write inside a batch is undone alone."""
+        saved = (dict(self._memories), list(self._audit))
         try:
             yield
         except BaseException:
-            if saved is not None:
-                self._memories, self._audit = dict(saved[0]), list(saved[1])
+            self._memories, self._audit = saved
             raise
-        finally:
-            self._depth -= 1
 
     def _replace(self, old: Memory, draft: Draft, via: str, now: datetime) -> Memory:
         new = self._insert(old.scope, draft, old.created_at, now)

@@ -39,7 +39,6 @@ class FakeSearchIndex:
         self._queue: dict[int, str | None] = {}
         self._model = ""
         self._next_id = 1
-        self._depth = 0
 
     @property
     def embedder(self) -> Embedder:
@@ -50,15 +49,11 @@ class FakeSearchIndex:
         # Rows are copied too: embedding changes them in place.
         rows = {i: _Row(r.id, r.entry, r.vector) for i, r in self._rows.items()}
         saved = (rows, dict(self._records), dict(self._queue))
-        self._depth += 1
         try:
             yield
         except BaseException:
-            if self._depth == 1:
-                self._rows, self._records, self._queue = saved
+            self._rows, self._records, self._queue = saved
             raise
-        finally:
-            self._depth -= 1
 
     # -- writing --------------------------------------------------------------------------
 
