@@ -94,9 +94,7 @@ class FakeMemoryStore:
         check_write(scope, via)
         with self._atomic():
             memory = self._live(scope, memory_id)
-            chain = [memory.id]
-            for earlier in chain:
-                chain.extend(m.id for m in self._memories.values() if m.superseded_by == earlier)
+            chain = self._versions(memory.id)
             for erased in chain:
                 self._memories[erased] = replace(
                     self._memories[erased],
@@ -172,16 +170,10 @@ class FakeMemoryStore:
         memory = self._memories.get(memory_id) if valid_id(memory_id) else None
         if memory is None or memory.scope != scope:
             raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
-        chain = {memory_id}
         latest = memory
         while latest.superseded_by is not None:
             latest = self._memories[latest.superseded_by]
-            chain.add(latest.id)
-        grown = True
-        while grown:
-            before = len(chain)
-            chain |= {m.id for m in self._memories.values() if m.superseded_by in chain}
-            grown = len(chain) > before
+        chain = set(self._versions(latest.id))
         return [entry for _, entry in self._audit if entry.memory_id in chain]
 
     def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]:
@@ -257,6 +249,13 @@ class FakeMemoryStore:
             len(self._audit) + 1, memory_id, action, clean_author(actor), via, now, detail
         )
         self._audit.append((scope, entry))
+
+    def _versions(self, memory_id: int) -> list[int]:
+        """The memory and every earlier version of it, newest first."""
+        chain = [memory_id]
+        for later in chain:
+            chain.extend(m.id for m in self._memories.values() if m.superseded_by == later)
+        return chain
 
     def _duplicate(self, scope: str, content: str) -> Memory | None:
         for memory in self._memories.values():
