@@ -4,13 +4,13 @@ and character match for `search`. Every public write is all or nothing."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from lore.backends.fake.matching import matches
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import (
     ActivePage,
@@ -26,12 +26,8 @@ from lore.ports.memories import (
     parse_record,
     valid_id,
 )
-from lore.text import normalise
 
-__all__ = ["FakeMemoryStore", "matches"]
-
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_WORD = re.compile(r"[^\W_]+")
+__all__ = ["FakeMemoryStore"]
 
 
 class FakeMemoryStore:
@@ -274,17 +270,3 @@ class FakeMemoryStore:
 
 def _live(memory: Memory, now: datetime) -> bool:
     return memory.status == "active" and (memory.expires_at is None or memory.expires_at > now)
-
-
-def matches(query: str, text: str) -> int:
-    """How many of the query's words (a Latin or Cyrillic word, or a CJK run as all its
-    bigrams) occur in `text`; a word matches any word it begins (tea → teas)."""
-    haystack = normalise(text)
-    words = _WORD.findall(_CJK.sub(" ", haystack))
-    score = 0
-    for run in _CJK.findall(normalise(query)):
-        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-        score += all(gram in haystack for gram in grams)
-    for word in _WORD.findall(_CJK.sub(" ", normalise(query))):
-        score += any(candidate.startswith(word) for candidate in words)
-    return score

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lore.backends.fake.memories import matches
+from lore.backends.fake.matching import matches
 from lore.embed import Embedder, Vectors
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 
