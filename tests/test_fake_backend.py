@@ -33,3 +33,28 @@ async def test_a_due_reminder_reaches_its_conversation_once_on_the_fake_backend(
     assert "给奶奶打电话" in message["content"] and message["delivery"] == item.key
     assert [i.status for i in stores.outbox.items(SCOPE)] == ["delivered"]
     assert await Scheduler(stores.reminders, FixedClock(later), deliver).run_once(later) == []
+
+
+def test_archived_sessions_of_any_backend_are_indexed_for_search() -> None:
+    """Search reads an archived session through the archive port, never its file."""
+    from zoneinfo import ZoneInfo
+
+    from lore.backends.fake.search_index import FakeSearchIndex
+    from lore.embed import default_embedder
+    from lore.search.sources import sync_archive
+
+    stores = FakeStores()
+    index = FakeSearchIndex(default_embedder())  # never asked to embed here
+    stores.sessions.live(SCOPE).append(
+        [{"role": "user", "content": "我们下周去花莲", "author": "john", "timestamp": ""}]
+    )
+    stores.sessions.close(
+        stores.sessions.live(SCOPE),
+        reason="new",
+        ended_at=NOW,
+        zone=ZoneInfo("Asia/Taipei"),
+        slug="trip",
+    )
+    assert sync_archive(index, stores.sessions.archive) == 1
+    assert len(index.text_search([SCOPE], "花莲", limit=5, now=NOW.timestamp() + 1)) == 1
+    assert sync_archive(index, stores.sessions.archive) == 0  # unchanged: not read again

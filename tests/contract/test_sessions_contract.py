@@ -298,6 +298,26 @@ def test_link_summary_points_the_entry_at_its_summary_and_keeps_its_transcript(
         sessions.archive.link_summary("no-such-session", None, "x", "skipped")
 
 
+def test_an_entrys_fingerprint_changes_whenever_its_transcript_is_written_again(
+    sessions: SessionStore,
+) -> None:
+    sessions.live(KEY).append(MESSAGES[:2])
+    with pytest.raises(Crash):
+        close(sessions, fault=crash_at("index_written"))
+    entry = sessions.live(KEY).meta.session_id
+    first = sessions.archive.get(entry)
+    assert first is not None
+    closed = sessions.archive.fingerprint(first)
+    assert closed is not None and sessions.archive.fingerprint(first) == closed
+    sessions.archive.link_summary(entry, "workspace/memory/trip.md", "trip", "written")
+    linked = sessions.archive.fingerprint(first)
+    assert linked not in (None, closed)
+    sessions.live(KEY).append(MESSAGES[2:])
+    again = close(sessions)
+    assert again is not None
+    assert sessions.archive.fingerprint(again) not in (None, closed, linked)
+
+
 def test_the_stamp_changes_whenever_a_session_is_archived(sessions: SessionStore) -> None:
     start = sessions.archive.stamp()
     sessions.live(KEY).append(MESSAGES)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, tzinfo
-from pathlib import Path
 from typing import Any, Protocol
 
 from lore.llm.base import Message
@@ -158,8 +157,9 @@ class SessionArchive(Protocol):
         """Point the entry at its summary (`summary` becomes `status`); its transcript
         path never changes. An unknown session is a SessionError."""
 
-    def resolve(self, stored: str) -> Path:
-        """The file a stored transcript path names (the search index reads it)."""
+    def fingerprint(self, entry: ArchivedSession) -> tuple[int, int] | None:
+        """Changes whenever the entry's transcript is written again (a re-close, a summary
+        link); None when it is missing. The search index re-reads it only then."""
 
     def stamp(self) -> tuple[int, int] | None:
         """Changes whenever a session is archived or linked (the index re-syncs then)."""

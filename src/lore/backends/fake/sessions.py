@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
-from pathlib import Path
 
 from lore.backends.fake.live import FakeLiveSession, LiveState
 from lore.errors import SessionError
@@ -23,6 +22,7 @@ class FakeArchive:
         self._transcripts: dict[str, tuple[ArchivedSession, list[Message]]] = {}
         self._index: dict[str, ArchivedSession] = {}  # in the order they were last closed
         self._changes = 0
+        self._versions: dict[str, tuple[int, int]] = {}  # session id -> (write, messages)
 
     @property
     def index_location(self) -> str:
@@ -51,11 +51,10 @@ class FakeArchive:
             raise SessionError(f"no archived session {session_id}")
         linked = replace(entry, memory_path=memory_path, slug=slug, summary=status)
         self._index[session_id] = linked
-        self._transcripts[session_id] = (linked, self._transcripts[session_id][1])
-        self._changes += 1
+        self._store(linked, self._transcripts[session_id][1])
 
-    def resolve(self, stored: str) -> Path:
-        return Path(stored)  # names no file: nothing here is on disk
+    def fingerprint(self, entry: ArchivedSession) -> tuple[int, int] | None:
+        return self._versions.get(entry.session_id)
 
     def stamp(self) -> tuple[int, int] | None:
         return (self._changes, len(self._index)) if self._changes else None
@@ -89,8 +88,13 @@ class FakeArchive:
             reason=reason,
         )
         _step(fault, "archive_tmp_written")
-        self._transcripts[meta.session_id] = (entry, [dict(m) for m in messages])
+        self._store(entry, [dict(m) for m in messages])
         return entry
+
+    def _store(self, entry: ArchivedSession, messages: list[Message]) -> None:
+        self._transcripts[entry.session_id] = (entry, messages)
+        self._changes += 1
+        self._versions[entry.session_id] = (self._changes, len(messages))
 
     def append_index(self, entry: ArchivedSession) -> None:
         earlier = self._index.pop(entry.session_id, None)
