@@ -62,6 +62,13 @@ class SessionArchive:
         except ValueError:
             return str(path)
 
+    def fingerprint(self, entry: ArchivedSession) -> tuple[int, int] | None:
+        try:
+            stat = self.resolve(entry.transcript_path).stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
     def resolve(self, stored: str) -> Path:
         path = Path(stored)
         return path if path.is_absolute() else self.home / path

@@ -15,36 +15,10 @@ from typing import Any
 
 from lore.backends.local.database import Database
 from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
-from lore.ports.reminders import DueReminder, occurrence_key
 
-__all__ = ["LocalOutbox", "reminder_item"]
+__all__ = ["LocalOutbox"]
 
 _COLUMNS = "id, key, scope, channel, kind, payload, status, attempts, created_at, last_error"
-
-
-def reminder_item(due: DueReminder) -> OutboxItem:
-    """A claimed reminder occurrence as an outbox item."""
-    reminder = due.reminder
-    return OutboxItem(
-        id=0,
-        key=occurrence_key(reminder.id, reminder.due_at),
-        scope=reminder.scope,
-        channel=reminder.channel,
-        kind="reminder",
-        payload={
-            "reminder_id": reminder.id,
-            "text": reminder.text,
-            "author": reminder.author,
-            "due_at": reminder.due_at.isoformat(),
-            "timezone": reminder.timezone,
-            "late": due.late,
-            "recurrence": reminder.recurrence,
-            "next_due": due.next_due.isoformat() if due.next_due else None,
-        },
-        status="pending",
-        attempts=0,
-        created_at=due.claimed_at,
-    )
 
 
 class LocalOutbox:

@@ -15,9 +15,16 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from lore.backends.local.database import Database
-from lore.backends.local.outbox import LocalOutbox, reminder_item
+from lore.backends.local.outbox import LocalOutbox
 from lore.errors import InvalidInputError, NotFoundError
-from lore.ports.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder, zone_named
+from lore.ports.reminders import (
+    LATE_AFTER,
+    MAX_TEXT,
+    DueReminder,
+    Reminder,
+    reminder_item,
+    zone_named,
+)
 from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["SQLiteReminderStore"]
