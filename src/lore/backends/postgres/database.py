@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -146,6 +146,21 @@ class PostgresDatabase:
             finally:
                 if held:
                     conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def vacuum(self, tables: Sequence[str]) -> bool:
+        """Rewrite these tables (VACUUM FULL) so no old row version keeps erased text;
+        False when another session held them and it gave up waiting."""
+        if getattr(self._local, "conn", None) is not None:
+            return False  # VACUUM cannot run inside a transaction
+        with self._pool.connection() as conn:
+            try:
+                conn.execute("SET lock_timeout = '5s'")
+                conn.execute(f"VACUUM (FULL) {', '.join(tables)}")
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                conn.execute("RESET lock_timeout")
+        return True
 
     def fetch_one(self, sql: str, args: Any = None) -> DictRow | None:
         with self.connection() as conn:

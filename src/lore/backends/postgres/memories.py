@@ -10,7 +10,7 @@ once end with one memory, as one SQLite writer would.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ from lore.ports.memories import (
     check_write,
     clean_author,
     content_key,
+    iso,
     make_draft,
     parse_record,
     valid_id,
@@ -74,6 +75,7 @@ class PostgresMemoryStore:
     ) -> tuple[Memory, bool]:
         """Store a fact; an exact duplicate in the scope returns the existing memory and False."""
         check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
         draft = make_draft(content, kind, keywords, author, source, expires_at)
         with self._writing(scope) as conn:
             existing = self._duplicate(conn, scope, draft.content)
@@ -102,6 +104,7 @@ class PostgresMemoryStore:
     ) -> Memory:
         """Replace an active memory with a new version; the old one stays in the history."""
         check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
         with self._writing(scope) as conn:
             old = self._live(scope, memory_id)
             words = old.keywords if keywords is None else keywords
@@ -114,6 +117,7 @@ class PostgresMemoryStore:
     def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
         """Erase a memory and every earlier version of it; returns the erased ids."""
         check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
         with self._writing(scope) as conn:
             memory = self._live(scope, memory_id)
             chain = [
@@ -135,6 +139,61 @@ class PostgresMemoryStore:
             self._audit(conn, memory.id, scope, "forget", by, via, now, {"erased": chain})
         return chain
 
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
+        audit rows whose detail does: every copy the tables hold of a text."""
+        with self._db.connection() as conn:
+            memories = [
+                int(row["id"])
+                for row in conn.execute(
+                    "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+                )
+                if match(row["content"]) or match(_text(row["keywords"]))
+            ]
+            audits = [
+                int(row["id"])
+                for row in conn.execute(
+                    "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
+                )
+                if match(_text(row["detail"]))
+            ]
+        return memories, audits
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope and
+        state (forget everywhere: the owner's purge of a text)."""
+        with self._db.atomic() as conn:
+            if memory_ids:
+                ids = list(memory_ids)
+                rows = conn.execute(
+                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+                    " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)"
+                    " RETURNING id, scope",
+                    (now, ids),
+                ).fetchall()
+                conn.execute(
+                    "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (ids,)
+                )
+                for row in sorted(rows, key=lambda r: int(r["id"])):
+                    erased = {"erased": [row["id"]]}
+                    self._audit(conn, row["id"], row["scope"], "forget", by, via, now, erased)
+            if audit_ids:
+                conn.execute(
+                    "UPDATE memory_audit SET detail = NULL WHERE id = ANY(%s)", (list(audit_ids),)
+                )
+
+    def compact(self) -> bool:
+        """Rewrite the tables so no old row version keeps an erased text."""
+        return self._db.vacuum(["memories", "memory_audit", "search_entries"])
+
     @contextmanager
     def batch(self) -> Iterator[None]:
         """Several writes as one transaction (each takes its scope's lock inside it)."""
@@ -146,6 +205,7 @@ class PostgresMemoryStore:
     ) -> ImportResult:
         """Read `export` lines back; all or nothing. Ids are kept when free."""
         check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
         records = [parse_record(n, line) for n, line in enumerate(lines, 1) if line.strip()]
         added: list[int] = []
         present: list[int] = []
@@ -181,6 +241,7 @@ class PostgresMemoryStore:
 
     def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
         """Unexpired active memories in block order: profile first, then most recently updated."""
+        iso(now)
         rows = self._db.fetch_all(
             f"SELECT * FROM memories WHERE scope = %(scope)s AND {_LIVE}"
             f" ORDER BY {_BLOCK_ORDER} LIMIT %(limit)s",
@@ -200,6 +261,7 @@ class PostgresMemoryStore:
 
     def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
         """Active memories of this scope matching any word of `query`, best first."""
+        iso(now)
         expression = ts_query(query)
         if expression is None:
             return []
@@ -361,6 +423,11 @@ class PostgresMemoryStore:
         row = conn.execute("SELECT * FROM memories WHERE id = %s", (memory_id,)).fetchone()
         assert row is not None
         return _memory(row)
+
+
+def _text(value: Any) -> str:
+    """A jsonb value as the JSON text the SQLite store matches against."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _audit_entry(row: DictRow) -> AuditEntry:

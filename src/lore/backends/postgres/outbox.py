@@ -9,8 +9,10 @@ for the owner still holding the lease, so two workers never both mark one delive
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+import json
+import math
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg.rows import DictRow
@@ -31,6 +33,27 @@ _READY = (
 class PostgresOutbox:
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every string of every item that `match`es through `redact` (forget
+        everywhere); how many items (would) change."""
+        changed = []
+        for row in self.db.fetch_all("SELECT id, payload, last_error FROM outbox"):
+            error = row["last_error"] or ""
+            if not (match(json.dumps(row["payload"], ensure_ascii=False)) or match(error)):
+                continue
+            payload = _map_strings(row["payload"], redact)
+            changed.append(
+                (Jsonb(payload), redact(error) if error else row["last_error"], row["id"])
+            )
+        if changed and not dry_run:
+            with self.db.atomic() as conn, conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE outbox SET payload = %s, last_error = %s WHERE id = %s", changed
+                )
+        return len(changed)
 
     def put(self, item: OutboxItem, *, now: datetime) -> bool:
         """Queue an item; False when an item with its key was queued before."""
@@ -110,7 +133,13 @@ class PostgresOutbox:
                 " available_at = %s, lease_owner = NULL, lease_until = NULL,"
                 " status = CASE WHEN attempts + 1 >= %s THEN 'failed' ELSE status END"
                 " WHERE id = %s AND status = 'pending' AND lease_owner = %s",
-                (error[:500], now + timedelta(seconds=delay), MAX_ATTEMPTS, item_id, owner),
+                (
+                    error[:500],
+                    _second(now) + timedelta(seconds=int(delay)),
+                    MAX_ATTEMPTS,
+                    item_id,
+                    owner,
+                ),
             )
 
     def ready_scopes(self, now: datetime) -> list[str]:
@@ -148,7 +177,25 @@ _PUT = (
 
 
 def _put_args(item: OutboxItem, now: datetime) -> tuple[Any, ...]:
-    return (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), now, now)
+    at = _second(now)
+    return (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), at, at)
+
+
+def _second(moment: datetime) -> datetime:
+    """Whole seconds, as the SQLite outbox keeps its times (leases keep their fraction)."""
+    if moment.tzinfo is None:
+        raise ValueError("outbox times must be aware")
+    return datetime.fromtimestamp(math.floor(moment.timestamp()), UTC)
+
+
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(v, change) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_strings(v, change) for k, v in value.items()}
+    return value
 
 
 def _item(row: DictRow) -> OutboxItem:

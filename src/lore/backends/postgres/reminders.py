@@ -18,11 +18,17 @@ from functools import lru_cache
 
 from psycopg.rows import DictRow
 
-from lore.backends.local.outbox import reminder_item
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.outbox import PostgresOutbox
 from lore.errors import InvalidInputError, NotFoundError
-from lore.ports.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder, zone_named
+from lore.ports.reminders import (
+    LATE_AFTER,
+    MAX_TEXT,
+    DueReminder,
+    Reminder,
+    reminder_item,
+    zone_named,
+)
 from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["PostgresReminderStore"]
@@ -191,6 +197,18 @@ class PostgresReminderStore:
         if row is None or (scope is not None and row["scope"] != scope):
             raise NotFoundError(f"no reminder #{reminder_id} in this conversation")
         return _row(row)
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every reminder text that `match`es through `redact` (forget everywhere);
+        how many (would) change."""
+        rows = self.db.fetch_all("SELECT id, text FROM reminders")
+        changed = [(redact(row["text"]), row["id"]) for row in rows if match(row["text"])]
+        if changed and not dry_run:
+            with self.db.atomic() as conn, conn.cursor() as cursor:
+                cursor.executemany("UPDATE reminders SET text = %s WHERE id = %s", changed)
+        return len(changed)
 
     # Last in the class: below it, `list` would name this method, not the builtin.
     def list(self, scope: str, *, include_done: bool = False, limit: int = 200) -> list[Reminder]:

@@ -26,7 +26,9 @@ from lore.text import index_terms
 
 __all__ = ["PostgresSearchIndex"]
 
-DIMENSIONS = 384  # the column's type, vector(384): the bundled multilingual-e5-small
+# The column's type, vector(384): the bundled multilingual-e5-small. A smaller model's
+# vectors are padded with zeros, which changes no cosine.
+DIMENSIONS = 384
 # ts_rank weights {D, C, B, A}: words and CJK grams weigh the same, the extra text (a
 # memory's keywords; a message's date and neighbours) less, as the SQLite index's bm25.
 _RANK = "ts_rank('{0, 0.375, 1.0, 1.0}', terms, query)"
@@ -147,6 +149,19 @@ class PostgresSearchIndex:
             )
             return cursor.rowcount > 0
 
+    def entries_matching(self, match: Callable[[str], bool]) -> list[int]:
+        """Entries whose text (or the context embedded with it) `match`es."""
+        rows = self._db.fetch_all("SELECT id, text, context FROM search_entries")
+        return [int(r["id"]) for r in rows if match(r["text"] or "") or match(r["context"] or "")]
+
+    def remove_entries(self, entry_ids: Sequence[int]) -> int:
+        """Drop these entries, words and vectors included (the row holds all three)."""
+        with self._db.atomic() as conn:
+            cursor = conn.execute(
+                "DELETE FROM search_entries WHERE id = ANY(%s)", (list(entry_ids),)
+            )
+            return cursor.rowcount
+
     def clear(self, *, requeue_memories: bool = False) -> None:
         """Empty the index (vectors included); optionally queue every active memory again,
         so `sources.catch_up_memories` re-indexes them."""
@@ -230,7 +245,7 @@ class PostgresSearchIndex:
     def check_model(self) -> None:
         """Vectors of another model are useless: drop them all when the model changes."""
         name = self.embedder.name
-        if self.embedder.dim != DIMENSIONS:
+        if self.embedder.dim > DIMENSIONS:
             raise StoreError(
                 f"the PostgreSQL index holds {DIMENSIONS}-dimensional vectors;"
                 f" {name} makes {self.embedder.dim}"
@@ -295,7 +310,10 @@ class PostgresSearchIndex:
             " WHERE scope = %s AND id = ANY(%s) AND embedding IS NOT NULL",
             (scope, list(ids)),
         )
-        return {int(r["id"]): np.array(json.loads(r["vector"]), dtype=np.float32) for r in rows}
+        dim = self.embedder.dim
+        return {
+            int(r["id"]): np.array(json.loads(r["vector"])[:dim], dtype=np.float32) for r in rows
+        }
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:
@@ -348,8 +366,11 @@ class PostgresSearchIndex:
 
 
 def _literal(vector: Vectors) -> str:
-    """pgvector's text form, '[0.1,0.2,...]' (float32 needs 9 significant digits)."""
-    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
+    """pgvector's text form, '[0.1,0.2,...]' (float32 needs 9 significant digits), padded
+    with zeros to the column's size."""
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    values += [0.0] * (DIMENSIONS - len(values))
+    return "[" + ",".join(f"{x:.9g}" for x in values) + "]"
 
 
 def _passage(speaker: str, text: str, context: str) -> str:

@@ -9,24 +9,15 @@ from typing import Any
 import pytest
 
 from lore.errors import InvalidInputError, NotFoundError
+from tests.contract.conftest import Backend
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
 
 
-def reminder_store(backend: str, database: Any) -> Any:
-    if backend == "local":
-        from lore.backends.local.reminders import SQLiteReminderStore
-
-        return SQLiteReminderStore(database)
-    from lore.backends.postgres.reminders import PostgresReminderStore
-
-    return PostgresReminderStore(database)
-
-
 @pytest.fixture
-def store(backend: str, database: Any) -> Any:
-    return reminder_store(backend, database)
+def store(backend: Backend) -> Any:
+    return backend.reminders
 
 
 def add(store: Any, text: str = "take out the trash", *, scope: str = HOME,
