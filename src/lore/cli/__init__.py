@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "dream",
     "index",
     "serve",
+    "mcp",
     "bench",
     "config_cmd",
 )

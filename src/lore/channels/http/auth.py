@@ -43,6 +43,7 @@ class Client:
     name: str
     scopes: tuple[str, ...]  # ("*",) for the owner
     author: str  # who memories and messages written through this client are noted by
+    default: str = ""  # the scope of a request that names none; empty: see default_scope
 
     @property
     def is_owner(self) -> bool:
@@ -60,6 +61,8 @@ class Client:
     @property
     def default_scope(self) -> str:
         """The scope a request that names none goes to: `api:default`, or the client's own."""
+        if self.default:
+            return self.default
         if self.may("api:default"):
             return "api:default"
         for pattern in self.scopes:
