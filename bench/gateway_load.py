@@ -27,11 +27,14 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 
 TOKEN = "bench-token"
 SHARED = "api:shared"
@@ -44,7 +47,6 @@ def serve(home: Path) -> None:
     import socket
 
     import uvicorn
-    from fastapi import FastAPI, Request
 
     from lore.app import Lore
     from lore.channels.http import create_app
@@ -71,10 +73,12 @@ def serve(home: Path) -> None:
 
     bare = FastAPI()
 
-    @bare.post("/v1/chat/completions")
-    async def completions(request: Request) -> dict[str, Any]:
+    @bare.post("/v1/chat/completions", response_model=None)
+    async def completions(request: Request) -> dict[str, Any] | StreamingResponse:
         body = await request.json()
-        text = body["messages"][-1]["content"]
+        reply = f"re: {body['messages'][-1]['content']}"
+        if body.get("stream"):
+            return StreamingResponse(_echo_chunks(reply), media_type="text/event-stream")
         return {
             "id": "chatcmpl-echo",
             "object": "chat.completion",
@@ -83,7 +87,7 @@ def serve(home: Path) -> None:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": f"re: {text}"},
+                    "message": {"role": "assistant", "content": reply},
                     "finish_reason": "stop",
                 }
             ],
@@ -96,9 +100,12 @@ def serve(home: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         sock.listen(1024)
         ports.append(sock.getsockname()[1])
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="error", lifespan="on", access_log=False)
+        # Keep-alive longer than any wait under load: a pooled connection the server
+        # closes just as a client reuses it is a client-side race, not what is measured.
+        config = uvicorn.Config(
+            app, log_level="error", lifespan="on", access_log=False, timeout_keep_alive=120
         )
+        server = uvicorn.Server(config)
         servers.append((server, sock))
     print(json.dumps({"lore": ports[0], "echo": ports[1]}), flush=True)
 
@@ -112,6 +119,23 @@ def serve(home: Path) -> None:
         await lore.aclose()
 
     asyncio.run(main())
+
+
+async def _echo_chunks(reply: str) -> AsyncIterator[str]:
+    """The same chunks Lore sends: a role, the text 16 characters at a time, a stop."""
+    deltas = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": reply[i : i + 16]} for i in range(0, len(reply), 16)]
+    for n, delta in enumerate([*deltas, {}]):
+        finish = "stop" if n == len(deltas) else None
+        chunk = {
+            "id": "chatcmpl-echo",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": "echo",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 # -- the client side --------------------------------------------------------------------------
@@ -157,19 +181,21 @@ async def client(
             if reply != f"re: {text}":
                 raise RuntimeError(f"wrong reply {reply!r} to {text!r}")
         except Exception as exc:  # every failure counts; the run goes on
-            phase.errors.append(f"{name}: {exc}")
+            phase.errors.append(f"{name}: {type(exc).__name__}: {exc}")
             continue
         phase.latencies.append(time.perf_counter() - start)
         phase.sent[scope].append(text)
 
 
-async def run_phase(url: str, clients: int, shared: int, seconds: float) -> Phase:
+async def run_phase(
+    url: str, clients: int, shared: int, seconds: float, prefix: str = "load"
+) -> Phase:
     phase = Phase()
     limits = httpx.Limits(max_connections=clients + shared + 10)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=120) as http:
         deadline = time.perf_counter() + seconds
-        jobs = [client(http, f"c{i}", f"api:load-{i}", deadline, phase) for i in range(clients)]
+        jobs = [client(http, f"c{i}", f"api:{prefix}-{i}", deadline, phase) for i in range(clients)]
         jobs += [client(http, f"s{i}", SHARED, deadline, phase) for i in range(shared)]
         await asyncio.gather(*jobs)
     return phase
@@ -236,6 +262,12 @@ def main() -> int:
         assert child.stdin is not None and child.stdout is not None
         try:
             ports = json.loads(child.stdout.readline())
+            echo_url = f"http://127.0.0.1:{ports['echo']}"
+            lore_url = f"http://127.0.0.1:{ports['lore']}"
+            alone = max(args.duration / 12, 2)
+            print(f"one client alone: echo, then lore, {alone:.0f} s each", file=sys.stderr)
+            echo_alone = asyncio.run(run_phase(echo_url, 1, 0, alone, "alone"))
+            lore_alone = asyncio.run(run_phase(lore_url, 1, 0, alone, "alone"))
             total = args.clients + args.shared
             print(f"echo baseline: {total} clients for {args.duration / 4:.0f} s", file=sys.stderr)
             echo = asyncio.run(
@@ -247,22 +279,26 @@ def main() -> int:
                 )
             )
             print(f"lore: {total} clients for {args.duration:.0f} s", file=sys.stderr)
-            lore = asyncio.run(
-                run_phase(
-                    f"http://127.0.0.1:{ports['lore']}", args.clients, args.shared, args.duration
-                )
-            )
+            lore = asyncio.run(run_phase(lore_url, args.clients, args.shared, args.duration))
         finally:
             child.stdin.close()
             child.wait(timeout=60)
-        problems = check_sessions(home, lore)
+        problems = check_sessions(home, lore) + check_sessions(home, lore_alone)
 
     lore_p50, lore_p95 = percentiles(lore.latencies)
     echo_p50, echo_p95 = percentiles(echo.latencies)
+    alone_p50, alone_p95 = percentiles(lore_alone.latencies)
+    bare_p50, bare_p95 = percentiles(echo_alone.latencies)
+    phases = {"echo alone": echo_alone, "lore alone": lore_alone, "echo": echo, "lore": lore}
+    errors = [f"{name}: {error}" for name, phase in phases.items() for error in phase.errors]
     figures = {
         "requests": len(lore.latencies),
         "requests_per_s": len(lore.latencies) / args.duration,
-        "errors": len(lore.errors) + len(echo.errors),
+        "errors": len(errors),
+        "alone_lore_p50_ms": alone_p50,
+        "alone_lore_p95_ms": alone_p95,
+        "alone_echo_p50_ms": bare_p50,
+        "alone_echo_p95_ms": bare_p95,
         "session_problems": len(problems),
         "lore_p50_ms": lore_p50,
         "lore_p95_ms": lore_p95,
@@ -286,12 +322,18 @@ def main() -> int:
             f" | ratio p50 {lore_p50 / max(echo_p50, 1e-9):.1f}x"
         )
         print(
-            f"Lore's own overhead per request: p50 {lore_p50 - echo_p50:.1f} ms, "
+            f"one client alone: Lore p50 {alone_p50:.1f} ms, p95 {alone_p95:.1f} ms"
+            f" | bare FastAPI echo p50 {bare_p50:.1f} ms, p95 {bare_p95:.1f} ms"
+            f" | Lore's own overhead per request p50 {alone_p50 - bare_p50:.1f} ms,"
+            f" p95 {alone_p95 - bare_p95:.1f} ms ({alone_p50 / max(bare_p50, 1e-9):.1f}x)"
+        )
+        print(
+            f"under load, Lore's own overhead per request: p50 {lore_p50 - echo_p50:.1f} ms, "
             f"p95 {lore_p95 - echo_p95:.1f} ms"
         )
-    for line in (lore.errors + echo.errors)[:5] + problems[:10]:
+    for line in errors[:5] + problems[:10]:
         print(f"  {line}", file=sys.stderr)
-    return 0 if not (lore.errors or echo.errors or problems) else 1
+    return 0 if not (errors or problems) else 1
 
 
 if __name__ == "__main__":

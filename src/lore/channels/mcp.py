@@ -9,6 +9,7 @@ client's default; any other scope is refused with the same words whether it exis
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ def build_mcp_server(
 ) -> MCPServer[Any]:
     """The MCP server. Over HTTP `clients` identifies each request; over stdio every call
     is `local`'s."""
+    # The SDK logs every session start and stop at INFO; `lore serve` shows its own lines.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     server: MCPServer[Any] = MCPServer(
         "lore", version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING"
     )
