@@ -48,12 +48,12 @@ def serve(home: Path) -> None:
 
     import uvicorn
 
-    from lore.app import Lore
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients
     from lore.config import load_config
     from lore.llm.base import ChatRequest
     from lore.llm.scripted import ScriptedProvider, Step
+    from lore.runtime import build
 
     config = load_config(
         env={"LORE_HOME": str(home), "USER": "bench"},
@@ -68,7 +68,7 @@ def serve(home: Path) -> None:
         return Step(text=f"re: {text}", chunk_size=16)
 
     model.default = echo
-    lore = Lore(config, provider=model)
+    lore = build(config, provider=model)
     gateway = create_app(lore, clients=Clients(TOKEN, config), mcp=False)
 
     bare = FastAPI()
@@ -203,11 +203,12 @@ async def run_phase(
 
 def check_sessions(home: Path, phase: Phase) -> list[str]:
     """Every line kept, each user line followed by its own reply, each client in order."""
-    from lore.sessions.live import LiveSession
+    from lore.backends.local.sessions import LocalSessions
 
+    sessions = LocalSessions(home / "sessions", home)
     problems: list[str] = []
     for scope, sent in phase.sent.items():
-        messages = LiveSession(home / "sessions", scope).messages
+        messages = sessions.live(scope).messages
         users = [m for m in messages if m["role"] == "user"]
         if sorted(str(m["content"]) for m in users) != sorted(sent):
             problems.append(f"{scope}: {len(users)} user lines kept, {len(sent)} answered")

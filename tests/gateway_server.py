@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
-from lore.app import Lore
 from lore.channels.http import create_app
 from lore.channels.http.auth import Clients
+from lore.runtime import Runtime
 
 OWNER_TOKEN = "owner-token-for-tests"
 
@@ -23,7 +23,7 @@ OWNER_TOKEN = "owner-token-for-tests"
 class Gateway:
     url: str
     token: str
-    lore: Lore
+    lore: Runtime
 
     def client(self, token: str | None = None) -> httpx.Client:
         """An HTTP client for the gateway, with the owner's token unless told otherwise."""
@@ -33,7 +33,7 @@ class Gateway:
 
 
 @contextmanager
-def running_gateway(lore: Lore, *, token: str = OWNER_TOKEN) -> Iterator[Gateway]:
+def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gateway]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

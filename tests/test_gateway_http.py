@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.channels.http.auth import Client, Clients, ensure_token, is_loopback, read_token
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.errors import ConfigError
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import build
 from tests.gateway_server import Gateway, running_gateway
 
 CLIENTS_TOML = """
@@ -40,7 +40,7 @@ def config(home: Path) -> Config:
 
 @pytest.fixture
 def gateway(config: Config, model: ScriptedProvider, clock: FixedClock) -> Iterator[Gateway]:
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     with running_gateway(lore) as running:
         yield running
     lore.db.close()

@@ -14,10 +14,10 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import build
 from tests.gateway_server import Gateway, running_gateway
 
 TOOLS = {
@@ -48,7 +48,7 @@ def config(home: Path) -> Config:
 
 @pytest.fixture
 def gateway(config: Config, model: ScriptedProvider, clock: FixedClock) -> Iterator[Gateway]:
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     with running_gateway(lore) as running:
         yield running
     lore.db.close()

@@ -9,16 +9,16 @@ import httpx
 import openai
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import build
 from tests.gateway_server import Gateway, running_gateway
 
 
 @pytest.fixture
 def gateway(config: Config, model: ScriptedProvider, clock: FixedClock) -> Iterator[Gateway]:
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     with running_gateway(lore) as running:
         yield running
     lore.db.close()
@@ -190,6 +190,15 @@ def test_a_slash_command_answers_as_the_reply(
         model="lore", messages=[{"role": "user", "content": "/status"}], user="frank"
     )
     assert "api:frank" in (completion.choices[0].message.content or "")
+    assert model.requests == []
+
+
+def test_an_unknown_command_is_a_400(client: openai.OpenAI, model: ScriptedProvider) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="lore", messages=[{"role": "user", "content": "/hepl"}], user="x"
+        )
+    assert "/help" in refused.value.response.json()["error"]["message"]
     assert model.requests == []
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.archive import ArchivedSession
-from lore.sessions.closing import close_session, session_archive
+from lore.ports.sessions import ArchivedSession
+from lore.runtime import Runtime, build
+from lore.sessions.closing import close_session
 from tests.gateway_server import Gateway, running_gateway
 
 SCOPE = "api:alice"
@@ -34,7 +34,7 @@ def config(home: Path) -> Config:
 
 @pytest.fixture
 def gateway(config: Config, model: ScriptedProvider, clock: FixedClock) -> Iterator[Gateway]:
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     with running_gateway(lore) as running:
         yield running
     lore.db.close()
@@ -253,7 +253,7 @@ def test_cancelling_an_unknown_reminder_is_404(http: httpx.Client) -> None:
 # -- sessions ---------------------------------------------------------------------------
 
 
-def _archive(lore: Lore, scope: str, texts: list[str]) -> ArchivedSession:
+def _archive(lore: Runtime, scope: str, texts: list[str]) -> ArchivedSession:
     lore.session(scope).append([{"role": "user", "content": text} for text in texts])
     entry = close_session(lore, scope)
     assert entry is not None
@@ -289,8 +289,10 @@ def test_a_summary_links_back_to_its_transcript(gateway: Gateway, http: httpx.Cl
     note = gateway.lore.config.workspace / "memory" / "2026-11-30-0900-trip.md"
     note.parent.mkdir(parents=True, exist_ok=True)
     note.write_text("# Trip planning\nAlice plans a trip to Hualien.\n", encoding="utf-8")
-    archive = session_archive(gateway.lore)
-    archive.link_summary(entry.session_id, archive.relative(note), "trip", "written")
+    archive = gateway.lore.sessions.archive
+    archive.link_summary(
+        entry.session_id, note.relative_to(gateway.lore.config.home).as_posix(), "trip", "written"
+    )
     summary = http.get(f"/api/sessions/{entry.session_id}/summary").json()
     assert summary["status"] == "written" and "trip to Hualien" in summary["text"]
     transcript = http.get(summary["transcript"]).json()

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.sessions.closing import close_session, session_archive
+from lore.runtime import Runtime, build
+from lore.sessions.closing import close_session
 from tests.gateway_server import Gateway, running_gateway
 
 CHROMIUM = "/usr/bin/chromium"
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def gateway(config: Config, model: ScriptedProvider, clock: FixedClock) -> Iterator[Gateway]:
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     with running_gateway(lore) as running:
         yield running
     lore.db.close()
@@ -66,7 +66,7 @@ def _log_in(page: object, gateway: Gateway) -> None:
     expect(page.locator("#memory-block")).to_contain_text("<long_term_memory>")
 
 
-def _archive(lore: Lore) -> str:
+def _archive(lore: Runtime) -> str:
     lore.session(SCOPE).append(
         [
             {"role": "user", "content": "Let's plan the trip to 花蓮", "author": "john"},
@@ -78,8 +78,13 @@ def _archive(lore: Lore) -> str:
     note = lore.config.workspace / "memory" / "2026-11-30-1700-trip.md"
     note.parent.mkdir(parents=True, exist_ok=True)
     note.write_text("# Trip to Hualien\nTrain on Saturday; the gorge after.\n", encoding="utf-8")
-    archive = session_archive(lore)
-    archive.link_summary(entry.session_id, archive.relative(note), "trip-to-hualien", "written")
+    archive = lore.sessions.archive
+    archive.link_summary(
+        entry.session_id,
+        note.relative_to(lore.config.home).as_posix(),
+        "trip-to-hualien",
+        "written",
+    )
     return entry.session_id
 
 

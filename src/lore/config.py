@@ -24,6 +24,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryFlushConfig",
     "ModelSpec",
+    "RemindersConfig",
     "SessionMemoryConfig",
     "default_home",
     "load_config",
@@ -94,6 +95,12 @@ class ApiConfig:
 
 
 @dataclass(frozen=True)
+class RemindersConfig:
+    # How often a running chat or `lore serve` looks for reminders another process added.
+    poll_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -116,6 +123,7 @@ class Config:
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
+    reminders: RemindersConfig = field(default_factory=RemindersConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
 __all__ = ["build_mcp_server", "mount_mcp"]
 
@@ -38,7 +38,7 @@ _SCOPE = "conversation key (default: this client's own)"
 
 
 def build_mcp_server(
-    lore: Lore, *, clients: Clients | None = None, local: Client | None = None
+    lore: Runtime, *, clients: Clients | None = None, local: Client | None = None
 ) -> MCPServer[Any]:
     """The MCP server. Over HTTP `clients` identifies each request; over stdio every call
     is `local`'s."""

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lore.memory.text import normalise
-from lore.search.store import SearchIndex, Stored
+from lore.ports.search import SearchIndexPort as SearchIndex
+from lore.ports.search import Stored
+from lore.text import normalise
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
 

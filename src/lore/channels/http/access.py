@@ -7,21 +7,17 @@ are noted by the caller with `via="api"`, and answers are plain JSON-ready recor
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from lore.errors import InvalidInputError, NotFoundError, SessionError
 
 if TYPE_CHECKING:
-    from lore.app import Lore
     from lore.channels.http.auth import Client
-    from lore.memory.records import AuditEntry
-    from lore.sessions.archive import ArchivedSession, SessionArchive
-    from lore.sessions.live import LiveSession
+    from lore.ports.memories import AuditEntry
+    from lore.ports.sessions import ArchivedSession, LiveSession, SessionArchive
+    from lore.runtime import Runtime
 
 __all__ = ["ScopeAccess", "known_scopes"]
 
@@ -30,12 +26,12 @@ _PAGE = 200  # most messages one transcript answer carries
 
 @dataclass(frozen=True)
 class ScopeAccess:
-    lore: Lore
+    lore: Runtime
     client: Client
     scope: str
 
     @classmethod
-    def open(cls, lore: Lore, client: Client, scope: str | None) -> ScopeAccess:
+    def open(cls, lore: Runtime, client: Client, scope: str | None) -> ScopeAccess:
         """Access to `scope` (the client's default when None); Forbidden if not allowed."""
         return cls(lore, client, client.check(scope or client.default_scope))
 
@@ -252,16 +248,12 @@ class ScopeAccess:
 
     def _live(self) -> LiveSession | None:
         """The live session, if this scope has one (reading must not create it)."""
-        from lore.sessions.keys import key_to_filename
-
-        if not (self.lore.config.sessions_dir / key_to_filename(self.scope)).exists():
+        if self.lore.sessions.live_meta(self.scope) is None:
             return None
         return self.lore.session(self.scope)
 
     def _archive(self) -> SessionArchive:
-        from lore.sessions.closing import session_archive
-
-        return session_archive(self.lore)
+        return self.lore.sessions.archive
 
     def _archived(self, session_id: str, *, missing_ok: bool = False) -> ArchivedSession | None:
         entry = self._archive().get(session_id.strip().lower())
@@ -272,32 +264,14 @@ class ScopeAccess:
         return entry
 
 
-def known_scopes(lore: Lore, client: Client) -> list[str]:
+def known_scopes(lore: Runtime, client: Client) -> list[str]:
     """Conversations this client may open that have a live or closed session."""
-    from lore.sessions.closing import session_archive
-
-    found = {client.default_scope}
-    found.update(_live_keys(lore.config.sessions_dir))
+    found = {client.default_scope, *lore.sessions.live_keys()}
     try:
-        found.update(entry.key for entry in session_archive(lore).entries())
+        found.update(entry.key for entry in lore.sessions.archive.entries())
     except SessionError:
         pass
     return sorted(scope for scope in found if client.may(scope))
-
-
-def _live_keys(directory: Path) -> set[str]:
-    # File names are percent-encoded keys; a hashed over-long name is read from its header.
-    keys: set[str] = set()
-    for path in directory.glob("*.jsonl") if directory.is_dir() else ():
-        if "~" not in path.stem:
-            keys.add(unquote(path.stem))
-            continue
-        try:
-            with path.open("rb") as handle:
-                keys.add(str(json.loads(handle.readline())["key"]))
-        except (OSError, ValueError, KeyError):
-            continue
-    return keys
 
 
 def _audit(entry: AuditEntry) -> dict[str, Any]:

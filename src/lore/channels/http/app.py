@@ -11,7 +11,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -20,7 +19,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from lore import __version__
-from lore.channels.http.auth import Client, Clients, Forbidden, Unauthorized
+from lore.channels.http.auth import Clients, Forbidden, Unauthorized
+from lore.channels.http.context import Gateway, error_response
 from lore.channels.http.turns import Turns
 from lore.errors import (
     ConfigError,
@@ -33,43 +33,17 @@ from lore.errors import (
 )
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
-__all__ = ["COOKIE", "Gateway", "caller", "create_app", "error_response", "gateway"]
+__all__ = ["create_app", "status_of"]
 
 log = logging.getLogger(__name__)
 
-COOKIE = "lore_token"
 _LOCATIONS = ("body", "query", "path", "header", "cookie")  # where, not what: left out
 
 
-@dataclass
-class Gateway:
-    """What every route shares: the runtime, who may call, and the turn runner."""
-
-    lore: Lore
-    clients: Clients
-    turns: Turns
-    # Replies still running after their client went away: kept so they finish.
-    running: set[asyncio.Task[None]] = field(default_factory=set)
-
-
-def gateway(request: Request) -> Gateway:
-    found: Gateway = request.app.state.gateway
-    return found
-
-
-def caller(request: Request) -> Client:
-    """The client behind this request's bearer token (or the page's login cookie)."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        token = request.cookies.get(COOKIE, "")
-    return gateway(request).clients.identify(token.strip())
-
-
 def create_app(
-    lore: Lore, *, clients: Clients, host: str = "127.0.0.1", mcp: bool = True
+    lore: Runtime, *, clients: Clients, host: str = "127.0.0.1", mcp: bool = True
 ) -> FastAPI:
     """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers)."""
     from lore.channels.http import memories_api, openai_api, reminders_api, sessions_api, web
@@ -118,14 +92,6 @@ def create_app(
 
         mount_mcp(app, mcp_server, clients=clients, host=host)
     return app
-
-
-def error_response(
-    status: int, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"status": status, "message": message}}, status_code=status, headers=headers
-    )
 
 
 def status_of(exc: LoreError) -> int:

@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from lore.channels.http.access import ScopeAccess, known_scopes
-from lore.channels.http.app import caller, gateway
 from lore.channels.http.auth import Client
+from lore.channels.http.context import caller, gateway
 from lore.errors import InvalidInputError
 
 __all__ = ["router", "scoped"]

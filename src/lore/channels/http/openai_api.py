@@ -21,10 +21,10 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from lore.agent.events import Event, ReplyFailed, ReplyFinished, TextDelta
-from lore.channels.http.app import Gateway, caller, error_response, gateway
 from lore.channels.http.auth import Client
+from lore.channels.http.context import Gateway, caller, error_response, gateway
 from lore.errors import InvalidInputError
+from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
 
 __all__ = ["router"]
 
@@ -67,7 +67,7 @@ async def chat_completions(
     scope = client.check(_scope(x_lore_session, user, client))
     author = user or client.author
     state = gateway(request)
-    reply = _Reply(state, scope, author, text)
+    reply = _Reply(state, scope, author, text, client)
     if body.stream:
         return StreamingResponse(
             reply.chunks(body.model),
@@ -75,6 +75,8 @@ async def chat_completions(
             headers={"Cache-Control": "no-cache", "X-Lore-Session": scope},
         )
     finished = await reply.finish()
+    if isinstance(finished, CommandOutput):  # a slash command that refused: bad input
+        return error_response(400, finished.text)
     if isinstance(finished, ReplyFailed):
         return error_response(502, finished.message)
     return JSONResponse(
@@ -106,18 +108,19 @@ def _new_user_text(messages: list[ChatMessage]) -> str:
 class _Reply:
     """One turn's events, consumed either all at once or as a stream of chunks."""
 
-    def __init__(self, state: Gateway, scope: str, author: str, text: str) -> None:
+    def __init__(self, state: Gateway, scope: str, author: str, text: str, client: Client) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.create_task(self._run(state, scope, author, text))
+        trust: Trust = "owner" if client.is_owner else "guest"
+        task = asyncio.create_task(self._run(state, scope, author, text, trust))
         # The turn finishes (and is saved) even if the client hangs up mid-reply.
         state.running.add(task)
         task.add_done_callback(state.running.discard)
 
-    async def _run(self, state: Gateway, scope: str, author: str, text: str) -> None:
+    async def _run(self, state: Gateway, scope: str, author: str, text: str, trust: Trust) -> None:
         try:
-            await state.turns.send(scope, author, text, self._events.put_nowait)
+            await state.turns.send(scope, author, text, self._events.put_nowait, trust=trust)
         finally:
             self._events.put_nowait(None)
 
@@ -125,26 +128,31 @@ class _Reply:
         while (event := await self._events.get()) is not None:
             yield event
 
-    async def finish(self) -> ReplyFinished | ReplyFailed:
-        outcome: ReplyFinished | ReplyFailed = ReplyFailed("Lore gave no reply")
+    async def finish(self) -> ReplyFinished | ReplyFailed | CommandOutput:
+        """The reply (a command's output counts as one), or why there is none."""
+        outcome: ReplyFinished | ReplyFailed | CommandOutput = ReplyFailed("Lore gave no reply")
         async for event in self.events():
-            if isinstance(event, ReplyFinished | ReplyFailed):
+            if isinstance(event, CommandOutput) and event.ok:
+                outcome = ReplyFinished(event.text)
+            elif isinstance(event, ReplyFinished | ReplyFailed | CommandOutput):
                 outcome = event
         return outcome
 
     async def chunks(self, model: str) -> AsyncIterator[str]:
         yield self._chunk(model, {"role": "assistant", "content": ""})
-        streamed = False
         async for event in self.events():
             if isinstance(event, TextDelta) and event.text:
-                streamed = True
                 yield self._chunk(model, {"content": event.text})
             elif isinstance(event, ReplyFinished):
-                if not streamed and event.text:  # a slash command's output
-                    yield self._chunk(model, {"content": event.text})
                 yield self._chunk(model, {}, finish="stop")
-            elif isinstance(event, ReplyFailed):
-                error = {"error": {"status": 502, "message": event.message}}
+            elif isinstance(event, CommandOutput) and event.ok:
+                yield self._chunk(model, {"content": event.text})
+                yield self._chunk(model, {}, finish="stop")
+            elif isinstance(event, ReplyFailed | CommandOutput):
+                status, message = (
+                    (400, event.text) if isinstance(event, CommandOutput) else (502, event.message)
+                )
+                error = {"error": {"status": status, "message": message}}
                 yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n"
         yield "data: [DONE]\n\n"
 

@@ -22,8 +22,8 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from lore.channels.http.access import ScopeAccess, known_scopes
-from lore.channels.http.app import COOKIE, caller, gateway
 from lore.channels.http.auth import Client, Unauthorized
+from lore.channels.http.context import COOKIE, caller, gateway
 from lore.errors import LoreError
 
 __all__ = ["mount_static", "router"]
