@@ -1,7 +1,6 @@
-"""`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP) and
-the background services (reminder scheduler, idle close, Dream) in one process.
-
-Later issues add the chat channels to this command.
+"""`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP), the
+chat channels (Telegram, when configured) and the background services (reminder
+scheduler, idle close, Dream) in one process.
 """
 
 from __future__ import annotations
@@ -9,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, load_runtime
@@ -105,7 +105,7 @@ async def serve(
     from lore.reminders.scheduler import Scheduler
 
     # Into the conversation's session, and to the channel serving its scope, if any.
-    into_session = session_delivery(lore.sessions, lore.bus.route)
+    into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
 
     async def deliver(due: Delivery) -> None:
         await into_session(due)
@@ -137,7 +137,8 @@ async def serve(
             await scheduler.run_once()
             await close_idle_sessions(lore)
         else:
-            # Idle close, Dream and the gateway run beside the scheduler and end with it.
+            # Idle close, Dream, the gateway and the chat channels run beside the scheduler
+            # and end with it.
             helpers = [
                 asyncio.create_task(idle_close_forever(lore), name="idle-close"),
                 asyncio.create_task(dream_forever(lore), name="dream"),
@@ -152,16 +153,25 @@ async def serve(
                 "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
                 file=sys.stderr,
             )
-            try:
-                await scheduler.run_forever()
-            finally:
-                if server is not None:
-                    # Let replies in flight finish and the app shut down in order.
-                    server.should_exit = True
-                    await asyncio.gather(web, return_exceptions=True)
-                for task in helpers:
-                    task.cancel()
-                await asyncio.gather(*helpers, return_exceptions=True)
+            with ExitStack() as channels:
+                if lore.config.telegram.token:
+                    from lore.channels.telegram import TelegramChannel
+
+                    telegram = TelegramChannel(lore, lore.config.telegram)
+                    telegram.check_installed()
+                    channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
+                    helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
+                    print("lore serve: Telegram connected (long polling)", file=sys.stderr)
+                try:
+                    await scheduler.run_forever()
+                finally:
+                    if server is not None:
+                        # Let replies in flight finish and the app shut down in order.
+                        server.should_exit = True
+                        await asyncio.gather(web, return_exceptions=True)
+                    for task in helpers:
+                        task.cancel()
+                    await asyncio.gather(*helpers, return_exceptions=True)
     finally:
         await lore.aclose()
 
