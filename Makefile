@@ -20,7 +20,7 @@ $(VENV)/.local: $(VENV)/.core
 	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
-.PHONY: chat test lint check bench chromium
+.PHONY: chat test lint check bench bench-scale torture chromium
 # The web page's browser test drives Debian's chromium (never a downloaded browser):
 # installed here when missing and we may (root, as in CI); otherwise that test is skipped.
 chromium:
@@ -43,6 +43,10 @@ lint: $(VENV)/.test
 
 check: lint test
 
+# Kill -9 runs, 100+ each (LORE_TORTURE_RUNS=N for another count); prints the counts.
+torture: $(VENV)/.test
+	$(PY) -m pytest -m torture tests/torture -q
+
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
@@ -52,3 +56,8 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
+
+# One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
+# database: about 15 minutes on two cores, so not part of `make bench`.
+bench-scale: $(VENV)/.test
+	$(PY) bench/scale.py
