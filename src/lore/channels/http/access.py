@@ -235,7 +235,10 @@ class ScopeAccess:
         text = None
         if entry.memory_path:
             try:
-                text = self._archive().resolve(entry.memory_path).read_text(encoding="utf-8")
+                # The summary is a note file under the home (the archive port no longer
+                # resolves paths); an absolute path is kept as it was written.
+                path = self.lore.config.home / entry.memory_path
+                text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = None
         return {
