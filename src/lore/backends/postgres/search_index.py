@@ -213,9 +213,11 @@ class PostgresSearchIndex:
         batch: int = 16,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
+        since: float | None = None,
     ) -> int:
-        """Embed entries that have no vector yet, in batches; returns how many were done.
-        Rows another worker is embedding are left to it."""
+        """Embed entries that have no vector yet (only those dated `since` or later), in
+        batches; returns how many were done. Rows another worker is embedding are left
+        to it."""
         done = 0
         self.check_model()
         while limit is None or done < limit:
@@ -223,8 +225,9 @@ class PostgresSearchIndex:
             with self._db.atomic() as conn:
                 rows = conn.execute(
                     "SELECT id, speaker, text, context FROM search_entries"
-                    " WHERE embedding IS NULL ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-                    (size,),
+                    " WHERE embedding IS NULL AND at >= %s ORDER BY id LIMIT %s"
+                    " FOR UPDATE SKIP LOCKED",
+                    (float("-inf") if since is None else since, size),
                 ).fetchall()
                 if not rows:
                     break
