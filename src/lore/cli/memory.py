@@ -141,8 +141,11 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
     from lore.search import format_hits, searcher
 
+    if not args.query.strip():
+        raise InvalidInputError("a search needs some words")
     with runtime(args) as lore:
         # The same hybrid search as the model's memory_search: memories, notes and
         # archived sessions of this conversation, by words and by meaning.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_common, load_runtime, print_json
+from lore.cli.common import add_common, load_runtime, print_json, session_key
 
 __all__ = ["register"]
 
@@ -24,7 +24,12 @@ def register(subparsers: Any) -> None:
     )
     add_common(listing)
     listing.add_argument(
-        "--session", "--scope", dest="session", metavar="KEY", help="only this conversation"
+        "--session",
+        "--scope",
+        dest="session",
+        type=session_key,
+        metavar="KEY",
+        help="only this conversation",
     )
     listing.add_argument("--slug", metavar="TEXT", help="only slugs containing TEXT")
     listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
