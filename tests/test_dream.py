@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from lore.agent.commands import CommandFailed
 from lore.agent.conversation import Conversation
 from lore.app import Lore
 from lore.config import DreamConfig
@@ -241,8 +242,8 @@ async def test_scopes_the_config_names_as_owners_feed_dream(
 async def test_other_conversations_cannot_run_dream(lore: Lore, model: ScriptedProvider) -> None:
     _note(lore, "a")
     for command in ("/dream", "/dream-log", "/dream-restore"):
-        output = await _cli(lore, "line:group:C1").command(command)
-        assert "belong to the owner's conversations" in output
+        with pytest.raises(CommandFailed, match="belong to the owner's conversations"):
+            await _cli(lore, "line:group:C1").command(command)
     assert model.requests == []
 
 
@@ -269,9 +270,10 @@ async def test_dream_restore_round_trips(lore: Lore, model: ScriptedProvider) ->
 
 
 async def test_restoring_an_unknown_version_is_a_clear_error(lore: Lore) -> None:
-    _git_init = await _cli(lore).command("/dream-restore deadbeef")
-    assert "no version deadbeef" in _git_init
-    assert "is not a commit id" in await _cli(lore).command("/dream-restore --help")
+    with pytest.raises(CommandFailed, match="no version deadbeef"):
+        await _cli(lore).command("/dream-restore deadbeef")
+    with pytest.raises(CommandFailed, match="is not a commit id"):
+        await _cli(lore).command("/dream-restore --help")
 
 
 async def test_edits_made_by_hand_are_committed_apart_from_dream(
@@ -307,7 +309,8 @@ async def test_a_workspace_inside_another_repository_is_not_versioned(
     result = await run_dream(lore)
     assert result.status == "done" and result.sha is None and _memory(lore) == MOVED
     assert not (lore.workspace.root / ".git").exists()
-    assert "no version history" in await _cli(lore).command("/dream-log")
+    with pytest.raises(CommandFailed, match="no version history"):
+        await _cli(lore).command("/dream-log")
 
 
 async def test_the_template_memory_file_is_versioned_from_the_first_run(
@@ -352,5 +355,6 @@ async def test_a_second_dream_at_the_same_time_is_refused(
     _note(lore, "a")
     with try_lock(lore.workspace.memory_dir / ".dream.lock") as free:
         assert free
-        assert await _cli(lore).command("/dream") == "Dream is already running on this workspace"
+        with pytest.raises(CommandFailed, match="^Dream is already running on this workspace$"):
+            await _cli(lore).command("/dream")
     assert model.requests == []

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from lore.agent.commands import CommandFailed
 from lore.app import Lore
 from lore.llm.base import ToolCall
 from lore.memory.block import MemoryBlock, render_memory_block
@@ -212,18 +213,18 @@ async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Lore) -> No
     conversation = lore.conversation(HOME, emit=lambda event: None)
     await conversation.command("/remember I prefer window seats")
     (memory,) = lore.memory.active(HOME, now=lore.clock.now())
-    assert await conversation.command("/forget 999") == (
-        "Nothing forgotten: there is no memory #999 in this conversation"
-    )
+    with pytest.raises(CommandFailed) as failed:
+        await conversation.command("/forget 999")
+    assert str(failed.value) == "Nothing forgotten: there is no memory #999 in this conversation"
     for bad in ("abc", "²"):  # "²".isdigit() is true, yet int() refuses it
-        assert await conversation.command(f"/forget {bad}") == (
-            "Usage: /forget ID (the number after # in /memory)"
-        )
+        with pytest.raises(CommandFailed) as failed:
+            await conversation.command(f"/forget {bad}")
+        assert str(failed.value) == "Usage: /forget ID (the number after # in /memory)"
     assert await conversation.command(f"/forget #{memory.id}") == f"Forgot #{memory.id}."
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
 async def test_slash_remember_refuses_oversize_text_with_the_reason(lore: Lore) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None)
-    reply = await conversation.command("/remember " + "x" * 501)
-    assert reply.startswith("Not remembered: a memory is at most 500 characters")
+    with pytest.raises(CommandFailed, match="^Not remembered: a memory is at most 500 characters"):
+        await conversation.command("/remember " + "x" * 501)

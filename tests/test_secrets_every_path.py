@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lore.agent.commands import CommandFailed
 from lore.app import Lore
 from lore.cli import main
 from lore.clock import FixedClock
@@ -48,8 +49,8 @@ async def test_the_remember_tool_refuses_it(lore: Lore, text: str) -> None:
 @pytest.mark.parametrize("text", SECRETS)
 async def test_the_remember_command_refuses_it(lore: Lore, text: str) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None, author="John")
-    reply = await conversation.command(f"/remember {text}")
-    assert reply is not None and "password manager" in str(reply)
+    with pytest.raises(CommandFailed, match="password manager"):
+        await conversation.command(f"/remember {text}")
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 

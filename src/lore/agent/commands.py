@@ -1,7 +1,8 @@
 """The slash-command registry: one table drives dispatch, `/help` and tab completion.
 
 A handler receives the conversation and the text after the command name, and returns
-what to show the user (or None). Unknown commands never reach the model.
+what to show the user (or None), or raises `CommandFailed` with what went wrong.
+Unknown commands never reach the model.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lore.agent.conversation import Conversation
 
-__all__ = ["Command", "CommandRegistry", "Handler", "is_command"]
+from lore.errors import LoreError
+
+__all__ = ["Command", "CommandFailed", "CommandRegistry", "Handler", "is_command"]
 
 Handler = Callable[["Conversation", str], Awaitable[str | None]]
 
 _COMMAND = re.compile(r"/[^\W\d_][\w-]*(?:\s|$)")
+
+
+class CommandFailed(LoreError):
+    """A command that could not do what was asked ("/forget 99" with no #99): its message
+    is what the user sees, and a one-shot run (`lore chat -m`) exits non-zero."""
 
 
 @dataclass(frozen=True)

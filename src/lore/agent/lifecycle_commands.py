@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import Command
+from lore.agent.commands import Command, CommandFailed
 from lore.errors import LoreError
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ async def _new(conversation: Conversation, args: str) -> str:
     try:
         entry = await new_session(lore, conversation.scope, session=session, emit=conversation.emit)
     except LoreError as exc:
-        return f"The session was not closed, nothing was lost: {exc}"
+        raise CommandFailed(f"The session was not closed, nothing was lost: {exc}") from None
     if entry is None:
         return "New session started."
     settings = lore.config.session_memory
@@ -43,11 +43,11 @@ async def _dream(conversation: Conversation, args: str) -> str:
     from lore.memory.dream import run_dream
 
     if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
+        raise CommandFailed(_NOT_OWNER)
     try:
         result = await run_dream(conversation.lore)
     except LoreError as exc:  # DreamBusy, or git refusing
-        return str(exc)
+        raise CommandFailed(str(exc)) from None
     return result.describe()
 
 
@@ -55,25 +55,25 @@ async def _dream_log(conversation: Conversation, args: str) -> str:
     from lore.memory.workspace_git import dream_log
 
     if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
+        raise CommandFailed(_NOT_OWNER)
     try:
         return dream_log(conversation.lore, args.strip() or None)
     except LoreError as exc:
-        return str(exc)
+        raise CommandFailed(str(exc)) from None
 
 
 async def _dream_restore(conversation: Conversation, args: str) -> str:
     from lore.memory.workspace_git import dream_restore, dream_versions
 
     if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
+        raise CommandFailed(_NOT_OWNER)
     sha = args.strip()
     try:
         if not sha:
             return dream_versions(conversation.lore)
         return dream_restore(conversation.lore, sha)
     except LoreError as exc:
-        return str(exc)
+        raise CommandFailed(str(exc)) from None
 
 
 def make_commands() -> list[Command]:

@@ -88,6 +88,16 @@ async def run_tool_loop(
         if on_round is not None:
             on_round(added[round_start:])
     text = added[-1].get("content") or ""
+    if not text.strip():
+        from lore.errors import ProviderResponseError
+
+        # Nothing to show: a failed turn (the user message is kept, marked unanswered),
+        # never an empty reply stored as if the model had answered.
+        raise ProviderResponseError(
+            f"{provider.name} gave no reply"
+            + (f" after {rounds} tool rounds" if rounds else "")
+            + "; try again or rephrase"
+        )
     usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
     emit(ReplyFinished(text, input_tokens, output_tokens))
     return TurnResult(added, text, usage, rounds, time.monotonic() - started, first_prompt_tokens)

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from lore.agent.builtin_commands import ExitChat
+from lore.agent.commands import CommandFailed
 from lore.agent.conversation import UnknownCommand
 from lore.agent.events import (
     Event,
@@ -104,7 +105,7 @@ async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO)
     await _close_if_idle(lore, key, renderer)
     try:
         result = await conversation.send(text)
-    except UnknownCommand as exc:
+    except (UnknownCommand, CommandFailed) as exc:
         err.write(f"lore: {exc}\n")
         return 1
     except ExitChat:
@@ -183,7 +184,7 @@ async def _dispatch(conversation: Conversation, text: str, renderer: Renderer) -
         if not task.cancelled():
             raise
         return True
-    except UnknownCommand as exc:
+    except (UnknownCommand, CommandFailed) as exc:
         print(exc)
         return True
     except ExitChat:

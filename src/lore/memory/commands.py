@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.agent.commands import Command
+from lore.agent.commands import Command, CommandFailed
 from lore.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ _VIA = {
 
 async def _remember(conversation: Conversation, args: str) -> str:
     if not args.strip():
-        return "Usage: /remember TEXT"
+        raise CommandFailed("Usage: /remember TEXT")
     try:
         memory, created = conversation.lore.memory.remember(
             conversation.scope,
@@ -67,7 +67,7 @@ async def _remember(conversation: Conversation, args: str) -> str:
             now=conversation.lore.clock.now(),
         )
     except InvalidInputError as exc:
-        return f"Not remembered: {exc}"
+        raise CommandFailed(f"Not remembered: {exc}") from None
     if not created:
         return f"Already noted as #{memory.id}."
     return f"Noted #{memory.id}: {memory.content}"
@@ -76,7 +76,7 @@ async def _remember(conversation: Conversation, args: str) -> str:
 async def _forget(conversation: Conversation, args: str) -> str:
     text = args.strip().lstrip("#")
     if not text.isdecimal():
-        return "Usage: /forget ID (the number after # in /memory)"
+        raise CommandFailed("Usage: /forget ID (the number after # in /memory)")
     try:
         conversation.lore.memory.forget(
             conversation.scope,
@@ -86,5 +86,5 @@ async def _forget(conversation: Conversation, args: str) -> str:
             now=conversation.lore.clock.now(),
         )
     except (NotFoundError, InvalidInputError) as exc:
-        return f"Nothing forgotten: {exc}"
+        raise CommandFailed(f"Nothing forgotten: {exc}") from None
     return f"Forgot #{text}."
