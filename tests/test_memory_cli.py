@@ -191,3 +191,13 @@ def test_an_expiry_already_past_is_refused_rather_than_stored_unseen(
 ) -> None:
     assert_one_line_error(*run(capsys, "add", "x", "--expires", "2020-01-01"), "already past")
     assert run(capsys, "export")[1] == ""
+
+
+def test_the_model_sees_the_expiry_date_the_user_typed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(capsys, "add", "Mom visits this week", "--expires", "2099-12-02")
+    monkeypatch.setenv("LORE_MODEL", "scripted")
+    assert main(["chat", "-m", "/memory"]) == 0
+    block = capsys.readouterr().out
+    assert "until 2099-12-02)" in block and "2099-12-03" not in block
