@@ -7,6 +7,7 @@ database, the model client) is opened lazily, so `lore --help` stays fast.
 from __future__ import annotations
 
 import importlib
+import json
 from datetime import tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -91,10 +92,20 @@ class Lore:
         and max_tokens together pass the window is refused (OpenAI, vLLM)."""
         return min(self.config.max_output_tokens, self.context_window // 4)
 
-    def history_budget(self, fixed_tokens: int) -> int:
-        """Tokens the history window may use beside `fixed_tokens` (system prompt, tool
-        schemas, the new message), the reply's room and a margin for framing."""
-        return max(self.context_window - self.reply_tokens - fixed_tokens - _MARGIN_TOKENS, 0)
+    def history_budget(self, prompt_tokens: int) -> int:
+        """Tokens the history window may use beside `prompt_tokens` (the system prompt,
+        and the new message when there is one), the tool definitions every request
+        carries, the reply's room and a margin for framing. The turn's window and
+        consolidation both ask here, so consolidation folds before the window drops."""
+        fixed = prompt_tokens + self.tool_schema_tokens()
+        return max(self.context_window - self.reply_tokens - fixed - _MARGIN_TOKENS, 0)
+
+    def tool_schema_tokens(self) -> int:
+        """What the tool definitions cost in every request (none without tool support)."""
+        if not self.provider.supports_tools:
+            return 0
+        specs = [vars(spec) for spec in self.tools.specs()]
+        return self.tokens.count(json.dumps(specs, ensure_ascii=False))
 
     def provider_for(self, model: str) -> Provider:
         """A provider for a named model ("" means the chat model), created once."""

@@ -7,7 +7,6 @@ emit → schedule background work. The conversation never knows which channel it
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -184,14 +183,10 @@ class Conversation:
             lore.tokens.calibrate(estimated, lore.context_window - lore.reply_tokens + 1)
 
     def _tool_schema_tokens(self) -> int:
-        if not self.lore.provider.supports_tools:
-            return 0
-        specs = [vars(spec) for spec in self.lore.tools.specs()]
-        return self.lore.tokens.count(json.dumps(specs, ensure_ascii=False))
+        return self.lore.tool_schema_tokens()
 
     def _history_budget(self, system: str, user: Message) -> int:
-        used = self.lore.tokens.count_messages([user], system) + self._tool_schema_tokens()
-        return self.lore.history_budget(used)
+        return self.lore.history_budget(self.lore.tokens.count_messages([user], system))
 
 
 class UnknownCommand(LoreError):
