@@ -1,4 +1,5 @@
-"""`lore serve`: for now, the reminder scheduler with a log line per delivery.
+"""`lore serve`: the background services (reminders, idle-session close, Dream, and
+embedding what the search index is still missing), with a log line per delivery.
 
 Later issues add the HTTP API, the web page and the chat channels to this command.
 """
@@ -22,9 +23,11 @@ log = logging.getLogger(__name__)
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="run the reminder scheduler (Ctrl+C stops)",
-        description="Run Lore's background services: the reminder scheduler, which delivers "
-        "due reminders into their conversations and logs one line per delivery.",
+        help="run reminders, idle-session close, Dream and search embedding (Ctrl+C stops)",
+        description="Run Lore's background services until stopped: the reminder scheduler "
+        "(due reminders go into their conversations, one log line per delivery), closing "
+        "sessions idle for consolidation.idle_minutes, Dream every dream.interval_hours, and "
+        "embedding search entries still waiting for a vector (after an import).",
     )
     add_common(parser)
     parser.add_argument("--once", action="store_true", help="deliver what is due now, then exit")
@@ -73,6 +76,7 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
     except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
         pass
     from lore.memory.dream import dream_forever
+    from lore.search import embed_backlog_forever
     from lore.sessions.closing import close_idle_sessions, idle_close_forever
 
     try:
@@ -81,13 +85,15 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
             await close_idle_sessions(lore)
         else:
             print(
-                "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
+                "lore serve: reminders, idle-session close, Dream and search embedding "
+                "running; Ctrl+C stops",
                 file=sys.stderr,
             )
             # Idle close and Dream run beside the scheduler and end with it.
             helpers = [
                 asyncio.create_task(idle_close_forever(lore), name="idle-close"),
                 asyncio.create_task(dream_forever(lore), name="dream"),
+                asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
             try:
                 await scheduler.run_forever()

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from lore.search.hybrid import Hit, Mode
     from lore.search.store import SearchIndex
 
-__all__ = ["LoreSearch", "format_hits", "install", "searcher"]
+__all__ = ["LoreSearch", "embed_backlog_forever", "format_hits", "install", "searcher"]
 
 # Notes and the archive are re-checked at most this often (a few stats each time).
 _FILE_CHECK_SECONDS = 2.0
@@ -105,13 +105,14 @@ class LoreSearch:
         moment = now or self._lore.clock.now()
         return search(self.index, query, self.scopes_for(scope), now=moment, limit=limit, mode=mode)
 
-    def embed_pending(self, limit: int | None = None) -> int:
-        """Embed entries still without a vector (blocking); returns how many."""
-        return self.index.embed_pending(limit=limit)
+    def embed_pending(self, limit: int | None = None, *, since: float | None = None) -> int:
+        """Embed entries still without a vector (blocking; only those dated `since` or
+        later); returns how many."""
+        return self.index.embed_pending(limit=limit, since=since)
 
-    def schedule_embedding(self) -> None:
-        """Embed some pending entries in the background, if an event loop is running and
-        no such run is under way."""
+    def schedule_embedding(self, *, since: float | None = None) -> None:
+        """Embed some pending entries (dated `since` or later) in the background, if an
+        event loop is running and no such run is under way."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -122,7 +123,7 @@ class LoreSearch:
             return
 
         async def job() -> None:
-            await asyncio.to_thread(self.embed_pending, _EMBED_BATCH)
+            await asyncio.to_thread(self.embed_pending, _EMBED_BATCH, since=since)
 
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
@@ -145,9 +146,33 @@ def install(lore: Lore) -> None:
 
 
 async def index_after_turn(conversation: Conversation, turn: CompletedTurn) -> None:
+    """Index what the turn wrote and embed only what is that recent: a backlog (an
+    import, a model change) is `lore serve`'s or `lore index rebuild`'s work, never a chat
+    turn's. "Recent" starts at the previous turn, so memories extraction noted after that
+    turn's indexing are embedded now."""
     found = searcher(conversation.lore)
     await asyncio.to_thread(found.refresh, files=True)
-    found.schedule_embedding()
+    found.schedule_embedding(since=_previous_turn_start(conversation, turn))
+
+
+def _previous_turn_start(conversation: Conversation, turn: CompletedTurn) -> float:
+    messages = conversation.session.messages
+    users = [m for m in messages[: turn.user_index] if m.get("role") == "user"]
+    stamp = (users[-1] if users else turn.messages[0]).get("timestamp")
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return conversation.lore.clock.now().timestamp() - 3600.0
+
+
+async def embed_backlog_forever(lore: Lore, *, idle_seconds: float = 30.0) -> None:
+    """`lore serve`'s share of the work: embed entries still without a vector, a batch at
+    a time, so hybrid search covers everything again; sleep while there are none."""
+    found = searcher(lore)
+    while True:
+        done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH)
+        if not done:
+            await asyncio.sleep(idle_seconds)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
