@@ -285,7 +285,7 @@ async def test_a_pass_already_running_elsewhere_is_not_repeated(
 ) -> None:
     lore, model = quiet
     _long_session(lore)
-    lock = lore.config.sessions_dir / key_to_filename(KEY, ".consolidating.lock")
+    lock = lore.config.sessions_dir / ".locks" / key_to_filename(KEY, ".consolidating.lock")
     with try_lock(lock) as free:
         assert free
         assert await maybe_consolidate(lore, lore.session(KEY), system_tokens=100) is None
