@@ -10,11 +10,12 @@ cheap; numpy and the model load on first use.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 import weakref
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LoreSearch", "embed_backlog_forever", "format_hits", "install", "searcher"]
 
+_DAILY_NOTE = re.compile(r"(?:^|/)\d{4}-\d{2}-\d{2}\.md$")
 # Notes and the archive are re-checked at most this often (a few stats each time).
 _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
@@ -183,6 +185,14 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
+def _when(kind: str, source: str, at: float, zone: tzinfo) -> str:
+    """A hit's time. A daily note (memory/2026-11-29.md) is dated by its name alone: it
+    has a day but no time, so no invented 00:00 (or 08:00 in Taipei)."""
+    if kind == "note" and _DAILY_NOTE.search(source):
+        return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M")
+
+
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
     """Hits as numbered lines, each with its source and time; a session message also says
     how to read it in context (session_history from two messages before it)."""
@@ -191,7 +201,7 @@ def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
     lines = []
     for number, hit in enumerate(hits, 1):
         entry = hit.entry
-        when = datetime.fromtimestamp(entry.at, zone).strftime("%Y-%m-%d %H:%M")
+        when = _when(entry.kind, entry.source, entry.at, zone)
         text = " ".join(snippet(entry.display, query).split())
         also = f" (+{len(hit.duplicates)} similar)" if hit.duplicates else ""
         lines.append(f"[{number}] {hit.label} · {when}{also}\n    {text}")
