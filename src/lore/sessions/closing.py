@@ -38,6 +38,7 @@ __all__ = [
     "close_if_idle",
     "close_session",
     "idle_close_forever",
+    "live_keys",
     "new_session",
     "recover_interrupted",
     "schedule_summary",
@@ -290,6 +291,11 @@ def _read_live_meta(lore: Lore, key: str) -> SessionMeta | None:
         return SessionMeta.from_dict(data)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def live_keys(lore: Lore) -> list[str]:
+    """The conversation keys that have a live session file."""
+    return _live_keys(lore)
 
 
 def _live_keys(lore: Lore) -> list[str]:
