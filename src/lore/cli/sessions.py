@@ -115,8 +115,10 @@ def _show(args: argparse.Namespace) -> int:
     lore = load_runtime(args)
     archive = session_archive(lore)
     wanted = args.session_id.strip().lower()
+    if not wanted:
+        raise SessionError("a session id is needed; see `lore sessions list`")
     matches = [e for e in archive.entries() if e.session_id.startswith(wanted)]
-    if not matches and wanted:
+    if not matches:
         return _show_live(lore, args, wanted)
     if len(matches) > 1:
         ids = ", ".join(e.session_id[:12] for e in matches[:5])
