@@ -20,9 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.errors import SessionError
+from lore.files import atomic_write
 from lore.sessions.archive import ArchivedSession, SessionArchive, slugify
 from lore.sessions.keys import key_to_filename
 from lore.sessions.live import SessionMeta
@@ -209,8 +211,20 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
 
     Temporary files younger than `min_age` seconds are left alone: they may belong to a
     close another process is doing right now.
+
+    Every chat start calls this, so its cost must not grow with history: when neither the
+    archive index nor the archive directory changed since the last pass that found
+    everything in order (`sessions/.recovered.json`), the pass is skipped and only its
+    pending summaries are re-checked; a full pass opens only transcripts missing from the
+    index, never all of them.
     """
     archive = session_archive(lore)
+    marker = lore.config.sessions_dir / ".recovered.json"
+    stamp = _recovery_stamp(archive)
+    known = _read_marker(marker, stamp)
+    if known is not None:
+        return [entry for entry in known if entry.summary == "pending" and _closed(lore, entry)]
+    changed = False
     for tmp in archive.temp_files():
         # Never renamed into place: the live session (or the archive) still holds it all.
         try:
@@ -220,8 +234,12 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
             continue
         log.warning("removing an unfinished archive %s", tmp.name)
         tmp.unlink(missing_ok=True)
+        changed = True
     indexed = {entry.session_id: entry for entry in archive.entries()}
+    in_index = {entry.transcript_path.rsplit("/", 1)[-1] for entry in indexed.values()}
     for path in archive.transcripts():
+        if path.name in in_index:
+            continue  # indexed: nothing to finish, no need to open it
         data = archive.read_metadata(path)
         if data is None or data.get("session_id") in indexed:
             continue
@@ -234,6 +252,7 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
             continue  # still live: its next close reuses this file
         archive.append_index(entry)
         indexed[entry.session_id] = entry
+        changed = True
     for key in _live_keys(lore):
         live = _read_live_meta(lore, key)
         if live is None or live.session_id not in indexed:
@@ -243,9 +262,50 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
         if len(session.messages) == entry.message_count:
             # Indexed but never cleared: finish the close.
             session.reset()
-    return [
+            changed = True
+    pending = [
         entry for entry in indexed.values() if entry.summary == "pending" and _closed(lore, entry)
     ]
+    young = bool(archive.temp_files())  # another close under way: look again next time
+    if not changed and not young:
+        _write_marker(marker, stamp, pending)
+    return pending
+
+
+def _recovery_stamp(archive: SessionArchive) -> list[int]:
+    """What changes whenever a close (or a crash in one) leaves something to recover: the
+    index file's size and time, and the archive directory's time (a file added, renamed
+    or removed)."""
+    stamp: list[int] = []
+    for path in (archive.index_path, archive.dir):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            stamp += [-1, -1]
+        else:
+            stamp += [stat.st_size if path.is_file() else 0, stat.st_mtime_ns]
+    return stamp
+
+
+def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:
+    """The pending sessions of the last complete pass, if nothing changed since."""
+    try:
+        data = json.loads(marker.read_bytes())
+        if data.get("stamp") != stamp:
+            return None
+        return [ArchivedSession.from_dict(item) for item in data["pending"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _write_marker(marker: Path, stamp: list[int], pending: list[ArchivedSession]) -> None:
+    if not marker.parent.exists():
+        return  # nothing was ever closed here
+    data = {"stamp": stamp, "pending": [entry.to_dict() for entry in pending]}
+    try:
+        atomic_write(marker, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except OSError as exc:  # only a cache: the next start makes a full pass
+        log.warning("could not write %s: %s", marker.name, exc)
 
 
 def _closed(lore: Lore, entry: ArchivedSession) -> bool:
