@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -223,7 +223,7 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
     stamp = _recovery_stamp(archive)
     known = _read_marker(marker, stamp)
     if known is not None:
-        return [entry for entry in known if entry.summary == "pending" and _closed(lore, entry)]
+        return _still_pending(lore, known)
     changed = False
     for tmp in archive.temp_files():
         # Never renamed into place: the live session (or the archive) still holds it all.
@@ -263,13 +263,27 @@ def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSe
             # Indexed but never cleared: finish the close.
             session.reset()
             changed = True
-    pending = [
-        entry for entry in indexed.values() if entry.summary == "pending" and _closed(lore, entry)
-    ]
+    pending = _still_pending(lore, indexed.values())
     young = bool(archive.temp_files())  # another close under way: look again next time
     if not changed and not young:
         _write_marker(marker, stamp, pending)
     return pending
+
+
+def _still_pending(lore: Lore, entries: Iterable[ArchivedSession]) -> list[ArchivedSession]:
+    """Sessions whose summary is pending and whose conversation has moved on (each live
+    session's first line read once, however many sessions it has closed)."""
+    live: dict[str, str | None] = {}
+    found = []
+    for entry in entries:
+        if entry.summary != "pending":
+            continue
+        if entry.key not in live:
+            meta = _read_live_meta(lore, entry.key)
+            live[entry.key] = None if meta is None else meta.session_id
+        if live[entry.key] != entry.session_id:
+            found.append(entry)
+    return found
 
 
 def _recovery_stamp(archive: SessionArchive) -> list[int]:
