@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lore.memory.text import normalise
+from lore.search.relevance import anchor_floor, keep_relevant
 from lore.search.store import SearchIndex, Stored
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
@@ -106,6 +107,8 @@ def search(
         [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=moment)
     )
     vector_ids: list[int] = []
+    similarity: dict[int, float] = {}
+    floor: float | None = None
     if mode != "text":
         try:
             vector = index.embedder.embed_queries([query])[0]
@@ -114,6 +117,8 @@ def search(
         else:
             found = index.vector_search(scopes, vector, limit=wanted, now=moment)
             vector_ids = [entry_id for entry_id, _ in found]
+            similarity = dict(found)
+            floor = anchor_floor(index.embedder, vector)
 
     fused: dict[int, float] = {}
     text_rank = {entry_id: rank for rank, entry_id in enumerate(text_ids, 1)}
@@ -160,7 +165,8 @@ def search(
             Hit(entry, scores[entry_id], text_rank.get(entry_id), vector_rank.get(entry_id))
         )
         shingles.append(grams)
-    return hits
+    # Relevant or absent: a hit found by meaning alone must clear this query's floor.
+    return hits if floor is None else keep_relevant(hits, similarity, floor)
 
 
 def _trigrams(text: str) -> set[str]:
