@@ -65,4 +65,6 @@ def test_nothing_relevant_says_nothing_found(capsys: pytest.CaptureFixture[str])
         main(["memory", "add", text])
     capsys.readouterr()
     assert main(["memory", "search", "favourite football team"]) == 0
-    assert capsys.readouterr().out == "Nothing found for 'favourite football team' in cli:default.\n"
+    assert (
+        capsys.readouterr().out == "Nothing found for 'favourite football team' in cli:default.\n"
+    )
