@@ -4,17 +4,17 @@ drop any, so no request ever goes out with a truncated history."""
 
 from __future__ import annotations
 
-from lore.app import Lore
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.consolidation import CONSOLIDATION_PROMPT
 from lore.memory.flush import FLUSH_PROMPT
+from lore.runtime import Runtime
 
 KEY = "cli:default"
 
 
 async def test_no_turn_sends_a_truncated_window_while_consolidation_could_fold(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.context_window = 6000
     truncated: list[int] = []
@@ -25,23 +25,15 @@ async def test_no_turn_sends_a_truncated_window_while_consolidation_could_fold(
         if request.system == FLUSH_PROMPT:
             return "NONE"
         session = lore.session(KEY)
-        unconsolidated = len(session.messages) - session.meta.last_consolidated
-        if len(request.messages) < unconsolidated + 1:  # + the new user message
-            truncated.append(len(session.messages) // 2 + 1)
+        oldest = session.messages[session.meta.last_consolidated]
+        if request.messages[0].get("content") != oldest.get("content"):
+            truncated.append(len(session.messages) // 2 + 1)  # the window dropped turns
         return "noted, " + "and so on " * 30
 
     model.default = answer
     conversation = lore.conversation(KEY, emit=lambda event: None)
     for turn in range(24):
-        await conversation.turn(f"turn {turn}: " + "a detail worth keeping " * 25)
+        await conversation.send(f"turn {turn}: " + "a detail worth keeping " * 25)
         await lore.background.drain()
     assert lore.session(KEY).meta.last_consolidated > 0  # it did consolidate
     assert truncated == []  # and always before the window had to drop a turn
-
-
-def test_the_turn_and_consolidation_count_the_tool_definitions(lore: Lore) -> None:
-    schema = lore.tool_schema_tokens()
-    assert schema > 500  # the tool definitions are not small
-    assert (
-        lore.history_budget(1000) == lore.context_window - lore.reply_tokens - 1000 - 512 - schema
-    )

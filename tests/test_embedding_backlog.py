@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.channels.terminal import run_once
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime
 from lore.search import embed_backlog_forever, searcher
 
 HOME = "cli:default"
@@ -39,7 +39,7 @@ def _import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_a_chat_turn_embeds_its_own_memory_and_leaves_the_backlog(
-    lore: Lore, model: ScriptedProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, model: ScriptedProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _import(tmp_path, capsys)
     model.tool_call("remember", {"content": "John planted tulips today"}).reply("Noted.")
@@ -59,7 +59,7 @@ def test_index_stats_says_how_much_is_waiting(
 
 
 async def test_memory_search_says_when_its_results_are_text_only(
-    lore: Lore, model: ScriptedProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, model: ScriptedProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _import(tmp_path, capsys)
     model.tool_call("memory_search", {"query": "garden"}).reply("Found them.")
@@ -69,7 +69,7 @@ async def test_memory_search_says_when_its_results_are_text_only(
 
 
 async def test_serve_works_off_the_backlog(
-    lore: Lore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _import(tmp_path, capsys)
     index = searcher(lore).index

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lore.memory import history as history_module
-from lore.memory.history import History
+from lore.backends.local import history as history_module
+from lore.backends.local.history import History
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

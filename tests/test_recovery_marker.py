@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
 from lore.llm.base import Message
-from lore.sessions.archive import SessionArchive
+from lore.runtime import Runtime
 from lore.sessions.closing import close_session, recover_interrupted
 
 KEY = "cli:default"
@@ -24,7 +24,7 @@ class Crash(Exception):
     pass
 
 
-def _close(lore: Lore, key: str = KEY, fault: object = None) -> None:
+def _close(lore: Runtime, key: str = KEY, fault: object = None) -> None:
     lore.session(key).append(TURN)
     close_session(lore, key, fault=fault)  # type: ignore[arg-type]
 
@@ -42,7 +42,7 @@ def _no_opening(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 def test_a_second_start_with_nothing_changed_opens_no_transcript(
-    lore: Lore, monkeypatch: pytest.MonkeyPatch
+    lore: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key in ("cli:a", "cli:b", "cli:c"):
         _close(lore, key)
@@ -56,7 +56,7 @@ def test_a_second_start_with_nothing_changed_opens_no_transcript(
     assert listed == []  # nothing changed: not even the index is read
 
 
-def test_a_crash_after_the_marker_is_still_recovered(lore: Lore) -> None:
+def test_a_crash_after_the_marker_is_still_recovered(lore: Runtime) -> None:
     _close(lore, "cli:a")
     recover_interrupted(lore)  # marker written
     assert (lore.config.sessions_dir / ".recovered.json").exists()
@@ -73,7 +73,7 @@ def test_a_crash_after_the_marker_is_still_recovered(lore: Lore) -> None:
     assert KEY in {entry.key for entry in recovered}
 
 
-def test_pending_summaries_are_still_reported_from_the_marker(lore: Lore) -> None:
+def test_pending_summaries_are_still_reported_from_the_marker(lore: Runtime) -> None:
     _close(lore, "cli:a")
     first = recover_interrupted(lore)
     second = recover_interrupted(lore)

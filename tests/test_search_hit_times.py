@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from lore.ports.search import Stored
 from lore.search import format_hits
 from lore.search.hybrid import Hit
-from lore.search.store import Stored
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 

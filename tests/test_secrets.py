@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lore.memory.secrets import find_secret
+from lore.secrets import find_secret
 
 SECRETS = [
     # passwords, any arrangement

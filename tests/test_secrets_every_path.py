@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lore.agent.commands import CommandFailed
-from lore.app import Lore
 from lore.cli import main
 from lore.clock import FixedClock
 from lore.config import load_config
+from lore.core.tools import ToolContext
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT
-from lore.tools.base import ToolContext
+from lore.runtime import Runtime, build
 
 HOME = "cli:default"
 SECRETS = [
@@ -31,7 +30,7 @@ SECRETS = [
 ]
 
 
-def _context(lore: Lore) -> ToolContext:
+def _context(lore: Runtime) -> ToolContext:
     return ToolContext(
         scope=HOME, author="John", session_id="s-1", message_index=0,
         now=lore.clock.now(), timezone="Asia/Taipei",
@@ -39,7 +38,7 @@ def _context(lore: Lore) -> ToolContext:
 
 
 @pytest.mark.parametrize("text", SECRETS)
-async def test_the_remember_tool_refuses_it(lore: Lore, text: str) -> None:
+async def test_the_remember_tool_refuses_it(lore: Runtime, text: str) -> None:
     call = ToolCall("c1", "remember", json.dumps({"content": text}))
     result = await lore.tools.call(call, _context(lore))
     assert result.is_error and "password manager" in result.content
@@ -47,10 +46,11 @@ async def test_the_remember_tool_refuses_it(lore: Lore, text: str) -> None:
 
 
 @pytest.mark.parametrize("text", SECRETS)
-async def test_the_remember_command_refuses_it(lore: Lore, text: str) -> None:
+async def test_the_remember_command_refuses_it(lore: Runtime, text: str) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None, author="John")
-    with pytest.raises(CommandFailed, match="password manager"):
-        await conversation.command(f"/remember {text}")
+    outcome = await conversation.send(f"/remember {text}")
+    assert outcome.command is not None and not outcome.ok
+    assert "password manager" in outcome.command.text
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
@@ -68,9 +68,9 @@ async def test_extraction_drops_it(
         env={"LORE_HOME": str(home), "USER": "john"},
         flags={"model": "scripted", "timezone": "Asia/Taipei"},
     )
-    lore = Lore(config, provider=model, clock=clock)
+    lore = build(config, provider=model, clock=clock)
     try:
-        await lore.conversation(HOME, emit=lambda event: None).turn(text)
+        await lore.conversation(HOME, emit=lambda event: None).send(text)
         await lore.background.drain()
         assert lore.memory.active(HOME, now=clock.now()) == []
     finally:

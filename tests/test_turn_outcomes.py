@@ -8,16 +8,16 @@ import io
 
 import pytest
 
-from lore.app import Lore
 from lore.channels.terminal import run_once
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime
 
 HOME = "cli:default"
 
 
 async def test_an_empty_final_reply_fails_the_turn_and_stores_no_answer(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     rounds = lore.config.max_tool_rounds
     for _ in range(rounds):
@@ -33,7 +33,7 @@ async def test_an_empty_final_reply_fails_the_turn_and_stores_no_answer(
 
 
 async def test_a_looping_model_sets_one_reminder_not_ten(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     call = {"text": "take the pills", "when": "in 10 minutes"}
     model.tool_calls([("set_reminder", call)] * 10).reply("Done.")
@@ -47,7 +47,7 @@ async def test_a_looping_model_sets_one_reminder_not_ten(
 
 
 async def test_the_same_text_at_another_time_is_another_reminder(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.tool_calls(
         [
@@ -59,7 +59,7 @@ async def test_the_same_text_at_another_time_is_another_reminder(
     assert len(lore.reminders.list(HOME)) == 2
 
 
-async def test_a_failed_slash_command_fails_a_one_shot_run(lore: Lore) -> None:
+async def test_a_failed_slash_command_fails_a_one_shot_run(lore: Runtime) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert await run_once(lore, HOME, "/forget 99", out=out, err=err) == 1
     assert out.getvalue() == ""

@@ -22,6 +22,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryFlushConfig",
     "ModelSpec",
+    "RemindersConfig",
     "SessionMemoryConfig",
     "check",
     "default_home",
@@ -74,6 +75,12 @@ class DreamConfig:
 
 
 @dataclass(frozen=True)
+class RemindersConfig:
+    # How often a running chat or `lore serve` looks for reminders another process added.
+    poll_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -95,6 +102,7 @@ class Config:
     memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    reminders: RemindersConfig = field(default_factory=RemindersConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 
@@ -234,6 +242,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "dream.max_rounds": (1, 100, "between 1 and 100"),
     "dream.max_tokens": (1000, 10_000_000, "at least 1000 tokens"),
     "dream.max_entries": (1, 100_000, "at least 1"),
+    "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
 }
 _MIN_CONTEXT_WINDOW = 2048
 _MAX_USER_NAME = 80

@@ -51,6 +51,8 @@ DESCRIPTIONS: dict[str, str] = {
     "dream.max_rounds": "most tool rounds of one Dream run",
     "dream.max_tokens": "most tokens (in and out) one Dream run may use",
     "dream.max_entries": "history entries one Dream run reads; the rest wait for the next",
+    "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
+    " another process added",
 }
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from lore.cli.common import add_common, load_runtime, print_json, session_key
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
 __all__ = ["register"]
 
@@ -54,11 +54,10 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from lore.sessions.closing import session_archive
-    from lore.tools.session_tools import describe_session
+    from lore.sessions.tools import describe_session
 
     lore = load_runtime(args)
-    entries = session_archive(lore).entries()
+    entries = lore.sessions.archive.entries()
     if args.session:
         entries = [e for e in entries if e.key == args.session]
     if args.slug:
@@ -77,13 +76,12 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_live(lore: Lore, args: argparse.Namespace, wanted: str) -> int:
+def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
     """The live (not yet archived) session whose id starts with `wanted`."""
     from lore.errors import SessionError
-    from lore.sessions.closing import live_keys
-    from lore.tools.session_tools import render_message
+    from lore.sessions.tools import render_message
 
-    sessions = [lore.session(key) for key in live_keys(lore)]
+    sessions = [lore.session(key) for key in lore.sessions.live_keys()]
     found = [s for s in sessions if s.meta.session_id.startswith(wanted) and s.messages]
     if len(found) != 1:
         what = "no" if not found else "more than one"
@@ -109,11 +107,10 @@ def _show_live(lore: Lore, args: argparse.Namespace, wanted: str) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
-    from lore.sessions.closing import session_archive
-    from lore.tools.session_tools import Page, render_message
+    from lore.sessions.tools import Page, render_message
 
     lore = load_runtime(args)
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     wanted = args.session_id.strip().lower()
     if not wanted:
         raise SessionError("a session id is needed; see `lore sessions list`")

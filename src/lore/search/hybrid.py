@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lore.memory.text import normalise
+from lore.ports.search import SearchIndexPort as SearchIndex
+from lore.ports.search import Stored
 from lore.search.relevance import anchor_floor, keep_relevant
-from lore.search.store import SearchIndex, Stored
+from lore.text import normalise
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from lore.search.embed import Embedder, Vectors
+    from lore.embed import Embedder, Vectors
     from lore.search.hybrid import Hit
 
 __all__ = ["ANCHORS", "BAND", "MARGIN", "anchor_floor", "keep_relevant"]
