@@ -63,9 +63,9 @@ def _home_with_history(home: Path, sessions: int) -> None:
     from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
-    from lore.memory.history import History
-    from lore.sessions.archive import SessionArchive
-    from lore.sessions.live import SessionMeta
+    from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.history import History
+    from lore.ports.sessions import SessionMeta
 
     real_fsync = os.fsync
     os.fsync = lambda fd: None
@@ -97,10 +97,9 @@ def _home_with_history(home: Path, sessions: int) -> None:
 
 def _chat_start(sessions: int, runs: int) -> tuple[float, float]:
     """p50 ms of a chat's start: the first after the history was written, and later ones."""
-    from lore.app import Lore
-
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import build
     from lore.sessions.closing import recover_interrupted
 
     with tempfile.TemporaryDirectory() as home:
@@ -108,7 +107,7 @@ def _chat_start(sessions: int, runs: int) -> tuple[float, float]:
         samples = []
         for _ in range(runs + 1):
             config = load_config(env={"LORE_HOME": home}, flags={"model": "scripted"})
-            lore = Lore(config, provider=ScriptedProvider())
+            lore = build(config, provider=ScriptedProvider())
             began = time.perf_counter()
             recover_interrupted(lore)
             lore.conversation("line:group:family", emit=lambda event: None).system_prompt()
