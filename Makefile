@@ -32,7 +32,7 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench
+.PHONY: chat needs-local path test lint check bench bench-scale torture
 chat: $(VENV)/.core
 	@if [ "$$($(MAKE) -s --no-print-directory needs-local)" = yes ]; then \
 		$(MAKE) --no-print-directory $(VENV)/.local; fi
@@ -61,6 +61,10 @@ lint: $(VENV)/.test
 
 check: lint test
 
+# Kill -9 runs, 100+ each (LORE_TORTURE_RUNS=N for another count); prints the counts.
+torture: $(VENV)/.test
+	$(PY) -m pytest -m torture tests/torture -q
+
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
@@ -70,3 +74,8 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
+
+# One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
+# database: about 15 minutes on two cores, so not part of `make bench`.
+bench-scale: $(VENV)/.test
+	$(PY) bench/scale.py

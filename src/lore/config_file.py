@@ -51,6 +51,11 @@ DESCRIPTIONS: dict[str, str] = {
     "dream.max_rounds": "most tool rounds of one Dream run",
     "dream.max_tokens": "most tokens (in and out) one Dream run may use",
     "dream.max_entries": "history entries one Dream run reads; the rest wait for the next",
+    "telegram.token": "the bot's token from BotFather (env: TELEGRAM_BOT_TOKEN); empty: off",
+    "telegram.base_url": "the Telegram Bot API's address (or a local Bot API server)",
+    "telegram.owner_ids": "the owner's Telegram user ids",
+    "telegram.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
+    "telegram.poll_seconds": "how long one getUpdates call waits for news",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -324,3 +324,20 @@ class MemoryStore(Protocol):
     def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]: ...
 
     def export(self, scope: str) -> list[str]: ...
+
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories of any scope (not forgotten) and audit rows whose text `match`es."""
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope."""
+
+    def compact(self) -> bool:
+        """Rewrite the store so no erased byte stays on disk; False if it had to wait."""

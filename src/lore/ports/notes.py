@@ -9,6 +9,7 @@ names (one the person wrote) and MEMORY.md belong to the owner.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -138,6 +139,9 @@ class Versions(Protocol):
     ) -> list[Commit]: ...
 
     def show(self, sha: str, paths: list[str] | None = None) -> str: ...
+
+    def rewrite_history(self, redact: Callable[[bytes], bytes], *, dry_run: bool = False) -> int:
+        """Replay every version with `redact` applied; how many versions changed."""
 
 
 # The curated files created from templates; one still equal to its template is not sent.

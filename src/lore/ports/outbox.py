@@ -9,7 +9,7 @@ attempts, stays visible as failed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -34,6 +34,12 @@ class OutboxItem:
 
 
 class Outbox(Protocol):
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every string of every item that `match`es through `redact` (forget
+        everywhere); how many items (would) change."""
+
     def put(self, item: OutboxItem, *, now: datetime) -> bool:
         """Queue an item (its `id`, status and attempts are ignored); False when an item
         with its key was queued before."""

@@ -112,6 +112,12 @@ class ReminderStore(Protocol):
     def on_added(self, listener: Callable[[], None]) -> None:
         """Call `listener` after each add (a running scheduler re-checks its wake time)."""
 
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every reminder text that `match`es through `redact` (forget everywhere);
+        how many (would) change."""
+
     def add(
         self,
         scope: str,

@@ -132,3 +132,9 @@ class SearchIndexPort(Protocol):
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]: ...
 
     def stats(self) -> IndexStats: ...
+
+    def entries_matching(self, match: Callable[[str], bool]) -> list[int]:
+        """Entries whose text (or the context embedded with it) `match`es."""
+
+    def remove_entries(self, entry_ids: Sequence[int]) -> int:
+        """Drop these entries, words and vectors included, leaving no trace of their text."""

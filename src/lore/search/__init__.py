@@ -16,13 +16,18 @@ import time
 import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.core.background import Background
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
+    from lore.ports.memories import MemoryStore
+    from lore.ports.notes import NotesStore
     from lore.ports.search import SearchIndexPort
+    from lore.ports.sessions import SessionStore
     from lore.search.hybrid import Hit, Mode
 
 __all__ = [
@@ -41,10 +46,35 @@ _FILE_CHECK_SECONDS = 2.0
 _EMBED_BATCH = 128
 
 
+class SearchServices(Protocol):
+    """What search uses: the index, and what feeds it."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def background(self) -> Background: ...
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    @property
+    def notes(self) -> NotesStore: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def search_index(self) -> SearchIndexPort: ...
+
+
 class LoreSearch:
     """The search index of one runtime, kept in step with memories, notes and the archive."""
 
-    def __init__(self, lore: Services) -> None:
+    def __init__(self, lore: SearchServices) -> None:
         self._lore = lore
         self._lock = threading.Lock()
         self._files_checked = -float("inf")
@@ -128,11 +158,11 @@ class LoreSearch:
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
 
-_searchers: weakref.WeakKeyDictionary[Services, LoreSearch] = weakref.WeakKeyDictionary()
+_searchers: weakref.WeakKeyDictionary[SearchServices, LoreSearch] = weakref.WeakKeyDictionary()
 _searchers_lock = threading.Lock()
 
 
-def searcher(lore: Services) -> LoreSearch:
+def searcher(lore: SearchServices) -> LoreSearch:
     with _searchers_lock:
         found = _searchers.get(lore)
         if found is None:
@@ -140,7 +170,7 @@ def searcher(lore: Services) -> LoreSearch:
         return found
 
 
-async def index_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
+async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit) -> None:
     """Index what the turn wrote and embed only what is that recent: a backlog (an
     import, a model change) is `lore serve`'s or `lore index rebuild`'s work, never a chat
     turn's. "Recent" starts at the previous turn, so memories extraction noted after that
@@ -150,8 +180,8 @@ async def index_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> N
     found.schedule_embedding(since=_previous_turn_start(lore, turn))
 
 
-def _previous_turn_start(lore: Services, turn: CompletedTurn) -> float:
-    messages = lore.session(turn.scope).messages
+def _previous_turn_start(lore: SearchServices, turn: CompletedTurn) -> float:
+    messages = lore.sessions.live(turn.scope).messages
     users = [m for m in messages[: turn.user_index] if m.get("role") == "user"]
     stamp = (users[-1] if users else turn.messages[0]).get("timestamp")
     try:
@@ -160,7 +190,7 @@ def _previous_turn_start(lore: Services, turn: CompletedTurn) -> float:
         return lore.clock.now().timestamp() - 3600.0
 
 
-async def embed_backlog_forever(lore: Services, *, idle_seconds: float = 30.0) -> None:
+async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 30.0) -> None:
     """`lore serve`'s share of the work: embed entries still without a vector, a batch at
     a time, so hybrid search covers everything again; sleep while there are none."""
     found = searcher(lore)
