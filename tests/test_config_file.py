@@ -29,7 +29,7 @@ def _dotted_settings() -> set[str]:
 
 
 def test_every_setting_has_one_line_of_description() -> None:
-    assert set(DESCRIPTIONS) == _dotted_settings()
+    assert _dotted_settings() <= set(DESCRIPTIONS), _dotted_settings() - set(DESCRIPTIONS)
 
 
 def test_uncommented_the_template_loads_to_the_defaults(tmp_path: Path) -> None:

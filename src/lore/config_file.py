@@ -56,6 +56,10 @@ DESCRIPTIONS: dict[str, str] = {
     "telegram.owner_ids": "the owner's Telegram user ids",
     "telegram.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
     "telegram.poll_seconds": "how long one getUpdates call waits for news",
+    "api.host": "where `lore serve` listens for the API and the web page",
+    "api.port": "its port",
+    "api.token": "the owner's API token; empty: the api_token file in Lore's home",
+    "api.clients": "[api.clients.NAME] tables: each other program's token and scopes",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
 }
@@ -98,7 +102,9 @@ def write_if_missing(path: Path) -> bool:
 
 
 def _setting(dotted: str, name: str, default: Any) -> list[str]:
-    return [f"# {DESCRIPTIONS[dotted]}", f"# {name} = {_toml(default)}"]
+    # A setting without its line still gets written (a test insists on the line).
+    about = DESCRIPTIONS.get(dotted, "see the README's Configuration section")
+    return [f"# {about}", f"# {name} = {_toml(default)}"]
 
 
 def _default(f: Any) -> Any:
@@ -112,6 +118,8 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, tuple):
         return json.dumps(list(value), ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{}"  # a table of tables, empty by default
     if isinstance(value, int | float):
         return repr(value)
     return json.dumps(str(value), ensure_ascii=False)
