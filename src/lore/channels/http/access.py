@@ -235,10 +235,7 @@ class ScopeAccess:
         text = None
         if entry.memory_path:
             try:
-                # The summary is a note file under the home (the archive port no longer
-                # resolves paths); an absolute path is kept as it was written.
-                path = self.lore.config.home / entry.memory_path
-                text = path.read_text(encoding="utf-8")
+                text = (self.lore.config.home / entry.memory_path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = None
         return {
