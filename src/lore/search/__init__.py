@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from lore.agent.conversation import CompletedTurn, Conversation
     from lore.app import Lore
     from lore.search.embed import Embedder
-    from lore.search.hybrid import Hit, Mode
+    from lore.search.hybrid import Fusion, Hit, Mode
+    from lore.search.rerank import TimeSpan
     from lore.search.store import SearchIndex
 
 __all__ = ["LoreSearch", "format_hits", "install", "searcher"]
@@ -32,6 +33,9 @@ _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
 # finish before a one-shot command exits never takes long; the next run goes on.
 _EMBED_BATCH = 128
+# What one result line shows of its entry: enough to judge it, little enough that ten
+# results cost the prompt about 700 tokens.
+_LINE_CHARS = 220
 
 
 class LoreSearch:
@@ -93,17 +97,32 @@ class LoreSearch:
         mode: Mode = "hybrid",
         now: datetime | None = None,
         embed_first: int = 0,
+        fusion: Fusion | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        about: TimeSpan | None = None,
     ) -> list[Hit]:
         """Search `scope` (and the owner's notes, for an owner scope). `embed_first` embeds up
         to that many waiting entries before searching: a one-shot command has no background
         to do it later."""
-        from lore.search.hybrid import search
+        from lore.search.hybrid import DEFAULT_FUSION, search
 
         self.refresh()
         if embed_first and mode != "text":
             self.index.embed_pending(limit=embed_first)
         moment = now or self._lore.clock.now()
-        return search(self.index, query, self.scopes_for(scope), now=moment, limit=limit, mode=mode)
+        return search(
+            self.index,
+            query,
+            self.scopes_for(scope),
+            now=moment,
+            limit=limit,
+            mode=mode,
+            fusion=fusion or DEFAULT_FUSION,
+            after=after,
+            before=before,
+            about=about,
+        )
 
     def embed_pending(self, limit: int | None = None) -> int:
         """Embed entries still without a vector (blocking); returns how many."""
@@ -131,11 +150,13 @@ _searchers: weakref.WeakKeyDictionary[Lore, LoreSearch] = weakref.WeakKeyDiction
 _searchers_lock = threading.Lock()
 
 
-def searcher(lore: Lore) -> LoreSearch:
+def searcher(lore: Lore, *, embedder: Embedder | None = None) -> LoreSearch:
+    """The runtime's one LoreSearch; `embedder` applies only to the call that creates it
+    (the benchmark's cached model)."""
     with _searchers_lock:
         found = _searchers.get(lore)
         if found is None:
-            found = _searchers[lore] = LoreSearch(lore)
+            found = _searchers[lore] = LoreSearch(lore, embedder=embedder)
         return found
 
 
@@ -159,18 +180,22 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
-    """Hits as numbered lines, each with its source and time; a session message also says
-    how to read it in context (session_history from two messages before it)."""
+    """Hits as one compact line each: number, when it was said, who said it (or which
+    memory or note), the text around the match, and for a session message the call that
+    reads it in context (session_history from two messages before it)."""
     from lore.search.hybrid import snippet
 
     lines = []
     for number, hit in enumerate(hits, 1):
         entry = hit.entry
         when = datetime.fromtimestamp(entry.at, zone).strftime("%Y-%m-%d %H:%M")
-        text = " ".join(snippet(entry.display, query).split())
         also = f" (+{len(hit.duplicates)} similar)" if hit.duplicates else ""
-        lines.append(f"[{number}] {hit.label} · {when}{also}\n    {text}")
         if entry.kind == "message":
+            text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
             offset = max(entry.locator - 2, 0)
-            lines.append(f'    → session_history(session_id="{entry.source}", offset={offset})')
+            where = f' → session_history(session_id="{entry.source}", offset={offset})'
+            lines.append(f"[{number}] {when} {text}{also}{where}")
+        else:
+            text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
+            lines.append(f"[{number}] {when} {hit.label}: {text}{also}")
     return "\n".join(lines)

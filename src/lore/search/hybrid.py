@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lore.memory.text import normalise
+from lore.search.embed import Vectors
+from lore.search.rerank import Candidate, FeatureReranker, Reranker, TimeSpan
 from lore.search.store import SearchIndex, Stored
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
@@ -36,7 +38,13 @@ class Fusion:
 
     rrf_k: float = 10.0
     candidates: int = 50  # taken from each list before fusing
-    neighbour_share: float = 0.7  # a hit's neighbours score at least this share of it
+    neighbour_share: float = 0.7  # the turn after a hit scores at least this share of it
+    previous_share: float = 0.7  # and the turn before it this share
+    text_weight: float = 1.4  # the BM25 list's weight in the fusion (the vector list: 1)
+    window: int = 2  # turns either side whose vectors join a turn's own (0: none)
+    window_weight: float = 0.5  # the weight of that window's cosine ranking, a third list
+    session_decay: float = 1.0  # each pick from a session already picked scores × this
+    rerank: bool = True  # the feature reranker (speaker, time) after fusing
     recency_weight: float = 0.1
     recency_half_life_days: float = 90.0
     duplicate_overlap: float = 0.85  # Jaccard of character trigrams
@@ -95,17 +103,25 @@ def search(
     limit: int = 10,
     mode: Mode = "hybrid",
     fusion: Fusion = DEFAULT_FUSION,
+    after: float | None = None,
+    before: float | None = None,
+    about: TimeSpan | None = None,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
-    """The best `limit` entries of these scopes for `query`, near-duplicates collapsed."""
+    """The best `limit` entries of these scopes for `query`, near-duplicates collapsed.
+    `after`/`before` keep only entries said in that range; `about` (a time the query
+    names) lets the reranker favour entries near it."""
     query = query.strip()
     if not query or not scopes or limit <= 0:
         return []
     moment = now.timestamp() if isinstance(now, datetime) else now
-    wanted = max(fusion.candidates, limit * 3)
+    ranged = after is not None or before is not None
+    wanted = max(fusion.candidates, limit * 3) * (4 if ranged else 1)
     text_ids = (
         [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=moment)
     )
     vector_ids: list[int] = []
+    vector: Vectors | None = None
     if mode != "text":
         try:
             vector = index.embedder.embed_queries([query])[0]
@@ -118,49 +134,126 @@ def search(
     fused: dict[int, float] = {}
     text_rank = {entry_id: rank for rank, entry_id in enumerate(text_ids, 1)}
     vector_rank = {entry_id: rank for rank, entry_id in enumerate(vector_ids, 1)}
-    for ranks in (text_rank, vector_rank):
+    for ranks, weight in ((text_rank, fusion.text_weight), (vector_rank, 1.0)):
         for entry_id, rank in ranks.items():
-            fused[entry_id] = fused.get(entry_id, 0.0) + 1.0 / (fusion.rrf_k + rank)
+            fused[entry_id] = fused.get(entry_id, 0.0) + weight / (fusion.rrf_k + rank)
     # A session's messages (a file's chunks) are indexed in order, in one transaction,
     # so their entry ids are consecutive: an entry's neighbours are id - 1 and id + 1.
-    nearby = {j for i in fused for j in (i - 1, i + 1)}
+    reach = max(1, fusion.window)
+    nearby = {i + d for i in fused for d in range(-reach, reach + 1)}
     entries = index.fetch(sorted(nearby | fused.keys()))
-    scores = {i: s for i, s in fused.items() if i in entries}  # gone since the search
     allowed = set(scopes)
-    for entry_id, score in fused.items():
-        entry = entries.get(entry_id)
-        if entry is None or entry.kind == "memory":
+    entries = {
+        i: e
+        for i, e in entries.items()
+        if e.scope in allowed
+        and (after is None or e.at >= after)
+        and (before is None or e.at < before)
+    }
+    if vector is not None and fusion.window and fusion.window_weight:
+        window_ids = _window_ranking(index, vector, entries, fusion.window)
+        for rank, entry_id in enumerate(window_ids, 1):
+            share = fusion.window_weight / (fusion.rrf_k + rank)
+            fused[entry_id] = fused.get(entry_id, 0.0) + share
+    scores = {i: s for i, s in fused.items() if i in entries}  # gone, or out of range
+    for entry_id, score in list(scores.items()):
+        entry = entries[entry_id]
+        if entry.kind == "memory":
             continue
-        for near in (entry_id - 1, entry_id + 1):
+        around = ((entry_id - 1, fusion.previous_share), (entry_id + 1, fusion.neighbour_share))
+        for near, share in around:
             other = entries.get(near)
-            if (
-                other is not None
-                and (other.kind, other.source, other.scope)
-                == (entry.kind, entry.source, entry.scope)
-                and other.scope in allowed
-            ):
-                scores[near] = max(scores.get(near, 0.0), fusion.neighbour_share * score)
+            if other is not None and _same_source(other, entry):
+                scores[near] = max(scores.get(near, 0.0), share * score)
+    if fusion.rerank or reranker is not None:
+        chosen = reranker or FeatureReranker()
+        ids = list(scores)
+        new = chosen.rerank(query, [Candidate(entries[i], scores[i]) for i in ids], about=about)
+        scores = dict(zip(ids, new, strict=True))
     half_life = fusion.recency_half_life_days * 86400.0
     for entry_id in scores:
         age = max(0.0, moment - entries[entry_id].at)
         scores[entry_id] *= 1.0 + fusion.recency_weight * 0.5 ** (age / half_life)
+    return _pick(entries, scores, text_rank, vector_rank, limit, fusion)
 
+
+def _same_source(a: Stored, b: Stored) -> bool:
+    return (a.kind, a.source, a.scope) == (b.kind, b.source, b.scope)
+
+
+def _window_ranking(
+    index: SearchIndex, query: Vectors, entries: dict[int, Stored], window: int
+) -> list[int]:
+    """Entry ids ranked by the cosine of the query with the mean vector of the entry and
+    its `window` neighbours either side (same session or file): a turn read in its
+    context. A memory stands alone, so its window is itself."""
+    import numpy as np
+
+    vectors: dict[int, Vectors] = {}
+    by_scope: dict[str, list[int]] = {}
+    for entry_id, entry in entries.items():
+        by_scope.setdefault(entry.scope, []).append(entry_id)
+    for scope, ids in by_scope.items():
+        vectors.update(index.vectors_of(scope, ids))
+    scored: list[tuple[float, int]] = []
+    for entry_id, entry in entries.items():
+        if entry_id not in vectors:
+            continue
+        total = vectors[entry_id].copy()
+        for d in range(1, window + 1 if entry.kind != "memory" else 1):
+            for near in (entry_id - d, entry_id + d):
+                other = entries.get(near)
+                if other is not None and near in vectors and _same_source(other, entry):
+                    total += vectors[near]
+        norm = float(np.linalg.norm(total)) or 1.0
+        scored.append((float(total @ query) / norm, entry_id))
+    scored.sort(key=lambda p: (-p[0], p[1]))
+    return [entry_id for _, entry_id in scored]
+
+
+def _pick(
+    entries: dict[int, Stored],
+    scores: dict[int, float],
+    text_rank: dict[int, int],
+    vector_rank: dict[int, int],
+    limit: int,
+    fusion: Fusion,
+) -> list[Hit]:
+    """The final cut, best first: near-duplicates fold into the better copy, and (with a
+    session decay) each further pick from one session counts for less, so one long
+    session cannot fill every place."""
     hits: list[Hit] = []
     shingles: list[set[str]] = []
-    for entry_id in sorted(scores, key=lambda i: (-scores[i], i)):
+    picked: dict[tuple[str, str], int] = {}
+    order = sorted(scores, key=lambda i: (-scores[i], i))
+    pool = order[: max(limit * 6, 60)]
+    while pool and len(hits) < limit:
+        best = max(
+            range(len(pool)),
+            key=lambda n: (
+                scores[pool[n]] * fusion.session_decay ** picked.get(_group(entries[pool[n]]), 0),
+                -n,
+            ),
+        )
+        entry_id = pool.pop(best)
         entry = entries[entry_id]
         grams = _trigrams(entry.text)
         twin = _near_duplicate(grams, shingles, fusion.duplicate_overlap)
         if twin is not None:
             hits[twin].duplicates.append(entry)
             continue
-        if len(hits) == limit:
-            break
+        group = _group(entry)
+        picked[group] = picked.get(group, 0) + 1
         hits.append(
             Hit(entry, scores[entry_id], text_rank.get(entry_id), vector_rank.get(entry_id))
         )
         shingles.append(grams)
     return hits
+
+
+def _group(entry: Stored) -> tuple[str, str]:
+    """What session diversity counts: a session, a note file; each memory on its own."""
+    return (entry.kind, entry.source if entry.kind != "memory" else str(entry.locator))
 
 
 def _trigrams(text: str) -> set[str]:
