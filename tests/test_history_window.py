@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lore.sessions.window import history_window
+from lore.core.window import history_window
 
 
 def _count(message: dict[str, Any]) -> int:

@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from lore.sessions.keys import key_to_filename
-from lore.sessions.live import META_WIDTH, LiveSession
+from lore.backends.local.live import META_WIDTH, LiveSession
+from lore.keys import key_to_filename
 
 
 def test_new_session_file_starts_with_metadata_line(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_killing_a_writer_mid_run_leaves_every_earlier_message_readable(tmp_path
         f"""
         import os, sys
         from pathlib import Path
-        from lore.sessions.live import LiveSession
+        from lore.backends.local.live import LiveSession
         s = LiveSession(Path({str(tmp_path)!r}), "victim")
         i = 0
         while True:

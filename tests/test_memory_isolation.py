@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.errors import InvalidInputError, NotFoundError
 from lore.memory.block import render_memory_block
-from lore.memory.records import KINDS
-from lore.memory.store import MemoryStore
-from lore.store.database import Database
+from lore.ports.memories import KINDS
 
 SCOPES = ("cli:default", "telegram:42", "line:group:family")
 WORDS = (
@@ -49,7 +49,7 @@ class ScopeIsolation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.db = Database(":memory:")
-        self.store = MemoryStore(self.db)
+        self.store = SQLiteMemoryStore(self.db)
         self.now = START
         self.owner: dict[int, str] = {}  # every id ever created -> its scope
         self.active: dict[int, str] = {}  # active id -> its text

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore.errors import InvalidInputError
-from lore.reminders.schedule import (
+from lore.schedule import (
     Cron,
     Daily,
     Interval,

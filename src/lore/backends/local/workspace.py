@@ -1,0 +1,54 @@
+"""The workspace: user-editable Markdown that shapes every prompt (AGENTS, SOUL, USER...).
+
+Files are created from templates on first run and re-read every turn, so an edit applies
+to the very next request. A file still equal to its template is not sent to the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore.ports.notes import TEMPLATED, WorkspaceFile, template
+
+__all__ = ["BOOTSTRAP_FILES", "Workspace"]
+
+# Order matters: it is the order the files appear in the system prompt.
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md")
+
+
+class Workspace:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / "memory"
+
+    def ensure(self) -> None:
+        """Create the workspace and any missing template file (never overwrite)."""
+        self.memory_dir.mkdir(parents=True, exist_ok=True)
+        for name in TEMPLATED:
+            path = self.root / name
+            if not path.exists():
+                path.write_text(template(name), encoding="utf-8")
+
+    def read(self, name: str) -> str | None:
+        """The file's text, or None when it is missing, empty or still the template."""
+        path = self.root / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+            return None
+        if not text.strip():
+            return None
+        if name in TEMPLATED and text.strip() == template(name).strip():
+            return None
+        return text.strip()
+
+    def bootstrap(self) -> list[WorkspaceFile]:
+        found = []
+        for name in BOOTSTRAP_FILES:
+            text = self.read(name)
+            if text is not None:
+                found.append(WorkspaceFile(name, text))
+        return found

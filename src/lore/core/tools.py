@@ -1,0 +1,132 @@
+"""The model's tools: a small protocol, a registry, and the context each call runs in.
+
+A tool raises `ToolError` for anything the model should hear about (bad id, refused
+content); the registry turns that, an unknown tool name, or malformed arguments into an
+error result, so a tool round never ends the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from lore.errors import LoreError, ToolError
+from lore.llm.base import ToolCall, ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ToolContext:
+    """Who is asking, where, and when: everything a tool may rely on."""
+
+    scope: str  # conversation key, e.g. "cli:default"
+    author: str  # who is speaking
+    session_id: str
+    message_index: int  # index of the user message that started this turn
+    now: datetime
+    timezone: str
+    channel: str = "cli"
+    trust: str = "owner"  # of the speaker: owner | member | guest
+    owner: bool = True  # the owner speaking in one of the owner's conversations
+    tools_enabled: bool = True  # the model can call tools this turn
+    # Memory ids shown to the model this turn (the `#id` lines of the block).
+    shown_memory_ids: set[int] = field(default_factory=set)
+    # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
+    notices: list[str] = field(default_factory=list)
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call: ToolCall
+    content: str
+    is_error: bool
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._owner_only: set[str] = set()
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool, *, owner_only: bool = False) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+        if owner_only:
+            self._owner_only.add(tool.name)
+
+    def names(self, ctx: ToolContext | None = None) -> list[str]:
+        return [name for name in self._tools if self._visible(name, ctx)]
+
+    def specs(self, ctx: ToolContext | None = None) -> list[ToolSpec]:
+        """The tools offered to the model; owner-only ones only to the owner."""
+        return [
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self._tools.values()
+            if self._visible(t.name, ctx)
+        ]
+
+    def _visible(self, name: str, ctx: ToolContext | None) -> bool:
+        return name not in self._owner_only or ctx is None or ctx.owner
+
+    async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(call.name) if self._visible(call.name, ctx) else None
+        if tool is None:
+            known = ", ".join(self.names(ctx)) or "none"
+            return ToolResult(call, f"Error: unknown tool {call.name!r}. Tools: {known}.", True)
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as exc:
+            return ToolResult(call, f"Error: arguments are not valid JSON ({exc}).", True)
+        if not isinstance(args, dict):
+            return ToolResult(call, "Error: arguments must be a JSON object.", True)
+        try:
+            return ToolResult(call, await tool.run(args, ctx), False)
+        except (ToolError, LoreError) as exc:
+            return ToolResult(call, f"Error: {exc}", True)
+        except (TypeError, KeyError, ValueError) as exc:
+            log.warning("tool %s rejected arguments: %s", call.name, exc)
+            return ToolResult(call, f"Error: bad arguments for {call.name}: {exc}", True)
+
+
+def required_str(args: dict[str, Any], name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"'{name}' is required and must be a non-empty string")
+    return value.strip()
+
+
+def optional_str(args: dict[str, Any], name: str) -> str | None:
+    """A string argument, or None when absent or blank."""
+    value = args.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ToolError(f"'{name}' must be a string")
+    return value.strip()
+
+
+def optional_int(args: dict[str, Any], name: str, default: int) -> int:
+    value = args.get(name, default)
+    if isinstance(value, bool):
+        raise ToolError(f"'{name}' must be an integer")
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"'{name}' must be an integer") from exc

@@ -1,0 +1,1 @@
+"""Ports: the Protocols every store implements, with the records they exchange."""

@@ -1,0 +1,39 @@
+"""The session command: /new archives this session and starts a fresh one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lore.core.commands import Command
+from lore.errors import LoreError
+from lore.events import CommandOutput
+
+if TYPE_CHECKING:
+    from lore.core.commands import CommandContext
+
+__all__ = ["session_commands"]
+
+
+async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.sessions.closing import new_session
+
+    lore = conversation.lore
+    session = conversation.session
+    session.refresh()
+    users = sum(1 for m in session.messages if m.get("role") == "user")
+    try:
+        entry = await new_session(lore, conversation.scope, session=session, emit=conversation.emit)
+    except LoreError as exc:
+        return CommandOutput(f"The session was not closed, nothing was lost: {exc}", ok=False)
+    if entry is None:
+        return "New session started."
+    settings = lore.config.session_memory
+    summary = settings.enabled and users >= settings.min_user_messages
+    return (
+        f"New session started. The previous one ({entry.message_count} messages) is archived "
+        f"as {entry.transcript_path}" + ("; its summary is being written." if summary else ".")
+    )
+
+
+def session_commands() -> list[Command]:
+    return [Command("new", "archive this session and start a fresh one", _new)]
