@@ -44,4 +44,4 @@ bench: $(VENV)/.test
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
-	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
+	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi

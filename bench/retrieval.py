@@ -1,6 +1,6 @@
 """LoCoMo evidence retrieval: Lore's memory_search against plain FTS5 BM25, in one run.
 
-    python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--json]
+    python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--ablate] [--json]
     lore bench retrieval FILE
 
 Takes any file in LoCoMo's format (a JSON list of conversations with `conversation` and
@@ -12,6 +12,14 @@ it is a turn of that conversation. The baseline is what the data's README descri
 each turn "speaker: text" in an FTS5 table (unicode61), the question lowercased, stop
 words removed, terms OR-ed, ranked by bm25. Generated side data (observation,
 session_summary, event_summary) is never read.
+
+Beside the figures: recall on the conversations the settings were chosen on and on the
+held-out rest (`TUNED_ON`), the cost of recall (characters and tokens the tool's answer
+adds to the prompt), and with `--ablate` the same questions with each stage of the search
+switched off (or on) alone, on the same index. Vectors are cached in a file under the
+temporary directory (`--cache`, keyed by model, side and a hash of the text; `--no-cache`
+embeds afresh), so a second run or an ablation embeds nothing it embedded before; the
+cache changes no figure, only the build time.
 """
 
 from __future__ import annotations
