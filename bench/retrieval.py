@@ -553,7 +553,7 @@ def benchmark(
     report = Report(path.name, len(conversations))
     embedder = None
     if cache is not None:
-        from lore.search.embed import default_embedder
+        from lore.embed import default_embedder
 
         embedder = CachedEmbedder(default_embedder(), cache)
     with tempfile.TemporaryDirectory(prefix="lore-locomo-") as scratch:

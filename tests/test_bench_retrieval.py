@@ -106,9 +106,17 @@ def test_only_categories_one_to_four_with_evidence_are_asked(
     assert first.sessions[1].date.isoformat() == "2023-06-02T10:00:00+00:00"
 
 
-def test_the_benchmark_scores_lore_beside_bm25(bench: ModuleType, locomo_file: Path) -> None:
-    report = bench.benchmark(locomo_file, progress=False)
+def test_the_benchmark_scores_lore_beside_bm25(
+    bench: ModuleType, locomo_file: Path, tmp_path: Path
+) -> None:
+    report = bench.benchmark(
+        locomo_file, progress=False, ablate=True, cache=tmp_path / "vectors.sqlite"
+    )
     figures = bench.as_json(report)
+
+    assert set(figures["ablations"]) == set(bench.ablations())
+    assert figures["systems"]["Lore hybrid"]["overall"]["prompt_chars"] > 0
+    assert "ablation" in bench.render(report) and "cost of recall" in bench.render(report)
 
     assert figures["conversations"] == 2
     assert set(figures["systems"]) == {"Lore hybrid", "BM25 (FTS5)"}
