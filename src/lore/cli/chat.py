@@ -42,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
                 return await run_once(
                     lore, args.session, args.message, out=sys.stdout, err=sys.stderr
                 )
+            if not sys.stdin.isatty():
+                from lore.channels.piped import run_piped
+
+                return await run_piped(
+                    lore, args.session, sys.stdin.buffer, out=sys.stdout, err=sys.stderr
+                )
             return await run_interactive(lore, args.session)
         finally:
             await lore.aclose()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -133,12 +133,79 @@ class SQLiteMemoryStore:
             self._db.checkpoint()
         return chain
 
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
+        audit rows whose detail does: every copy the table holds of a text."""
+        memories = [
+            int(row["id"])
+            for row in self._db.conn.execute(
+                "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+            )
+            if match(row["content"]) or match(row["keywords"])
+        ]
+        audits = [
+            int(row["id"])
+            for row in self._db.conn.execute(
+                "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
+            )
+            if match(row["detail"])
+        ]
+        return memories, audits
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope and
+        state (forget everywhere: the owner's purge of a text)."""
+        with self._db.atomic() as conn:
+            if memory_ids:
+                marks = ",".join("?" * len(memory_ids))
+                conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", memory_ids)
+                conn.execute(
+                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+                    f" status = 'forgotten', updated_at = ? WHERE id IN ({marks})",
+                    [iso(now), *memory_ids],
+                )
+                conn.execute(
+                    f"UPDATE memory_audit SET detail = NULL WHERE memory_id IN ({marks})",
+                    memory_ids,
+                )
+                scopes = conn.execute(
+                    f"SELECT id, scope FROM memories WHERE id IN ({marks})", memory_ids
+                ).fetchall()
+                for row in scopes:
+                    self._audit(
+                        conn,
+                        row["id"],
+                        row["scope"],
+                        "forget",
+                        by,
+                        via,
+                        now,
+                        {"erased": [row["id"]]},
+                    )
+            if audit_ids:
+                marks = ",".join("?" * len(audit_ids))
+                conn.execute(
+                    f"UPDATE memory_audit SET detail = NULL WHERE id IN ({marks})", audit_ids
+                )
+            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+
     @contextmanager
     def batch(self) -> Iterator[None]:
         with self._db.atomic():
             yield
         if not self._db.conn.in_transaction:
             self._db.checkpoint()  # a forget inside left the old pages in the WAL
+
+    def compact(self) -> bool:
+        return self._db.vacuum()
 
     def import_(
         self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
@@ -188,12 +255,26 @@ class SQLiteMemoryStore:
         return [_memory(row) for row in rows]
 
     def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
+        """The first `limit` memories in block order and how many are live in all: the
+        count kept by the m007 triggers, less those expired (read from an index that holds
+        only memories with an expiry), so no read grows with the scope."""
         with self._db.atomic(immediate=False) as conn:  # one snapshot for both reads
             (total,) = conn.execute(
-                f"SELECT count(*) FROM memories WHERE scope = :scope AND {_LIVE}",
+                "SELECT coalesce((SELECT active FROM memory_counts WHERE scope = :scope), 0)"
+                " - (SELECT count(*) FROM memories WHERE scope = :scope AND status = 'active'"
+                " AND expires_at IS NOT NULL AND expires_at <= :now)",
                 {"scope": scope, "now": iso(now)},
             ).fetchone()
             return ActivePage(self.active(scope, now=now, limit=limit), int(total))
+
+    def live_count(self, scope: str, *, now: datetime) -> int:
+        """Unexpired active memories of a scope, counted row by row (what the kept count
+        must always equal)."""
+        (total,) = self._db.conn.execute(
+            f"SELECT count(*) FROM memories WHERE scope = :scope AND {_LIVE}",
+            {"scope": scope, "now": iso(now)},
+        ).fetchone()
+        return int(total)
 
     def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
         """Active memories of this scope matching any word of `query`, best first."""
