@@ -218,20 +218,30 @@ def _window_ranking(
         by_scope.setdefault(entry.scope, []).append(entry_id)
     for scope, ids in by_scope.items():
         vectors.update(index.vectors_of(scope, ids))
-    scored: list[tuple[float, int]] = []
-    for entry_id, entry in entries.items():
-        if entry_id not in vectors:
+    if not vectors:
+        return []
+    ids = sorted(vectors)
+    row_of = {entry_id: n for n, entry_id in enumerate(ids)}
+    # Row n + 1 of `matrix` is entry ids[n]; row 0 stays zero for a missing neighbour.
+    matrix = np.zeros((len(ids) + 1, query.shape[-1]), dtype=np.float32)
+    matrix[1:] = np.stack([vectors[i] for i in ids])
+    members = np.zeros((len(ids), 2 * window + 1), dtype=np.int64)
+    for n, entry_id in enumerate(ids):
+        entry = entries[entry_id]
+        members[n, 0] = n + 1
+        if entry.kind == "memory":
             continue
-        total = vectors[entry_id].copy()
-        for d in range(1, window + 1 if entry.kind != "memory" else 1):
-            for near in (entry_id - d, entry_id + d):
+        for d in range(1, window + 1):
+            for slot, near in ((2 * d - 1, entry_id - d), (2 * d, entry_id + d)):
                 other = entries.get(near)
-                if other is not None and near in vectors and _same_source(other, entry):
-                    total += vectors[near]
-        norm = float(np.linalg.norm(total)) or 1.0
-        scored.append((float(total @ query) / norm, entry_id))
-    scored.sort(key=lambda p: (-p[0], p[1]))
-    return [entry_id for _, entry_id in scored]
+                if other is not None and near in row_of and _same_source(other, entry):
+                    members[n, slot] = row_of[near] + 1
+    totals = matrix[members].sum(axis=1)  # each entry's window, summed
+    norms = np.linalg.norm(totals, axis=1)
+    norms[norms == 0] = 1.0
+    scores = (totals @ query.reshape(-1)) / norms
+    order = sorted(range(len(ids)), key=lambda n: (-float(scores[n]), ids[n]))
+    return [ids[n] for n in order]
 
 
 def _pick(
