@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "dream",
     "index",
     "serve",
+    "mcp",
     "bench",
     "config_cmd",
     "doctor",
