@@ -235,7 +235,7 @@ class ScopeAccess:
         text = None
         if entry.memory_path:
             try:
-                text = self._archive().resolve(entry.memory_path).read_text(encoding="utf-8")
+                text = (self.lore.config.home / entry.memory_path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = None
         return {
