@@ -252,7 +252,7 @@ async def test_each_result_is_one_line_with_date_speaker_and_where_to_read_more(
 ) -> None:
     result = await call(two_trips, context(two_trips), query="trip hotel")
 
-    lines = result.content.splitlines()[1:]
+    lines = [line for line in result.content.splitlines() if line.startswith("[")]
     assert len(lines) == 2
     for line in lines:
         assert line.startswith(("[1] 2026-", "[2] 2026-"))

@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
 
     from lore.channels.terminal import run_interactive, run_once
 
+    if args.message is not None and not args.message.strip():
+        from lore.errors import InvalidInputError
+
+        raise InvalidInputError("the message is empty; nothing was sent")
     lore = load_runtime(args)
 
     async def main() -> int:

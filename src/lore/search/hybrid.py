@@ -35,6 +35,7 @@ from typing import Any, Literal
 from lore.embed import Vectors
 from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.ports.search import Stored
+from lore.search.relevance import anchor_floor, keep_relevant
 from lore.search.rerank import Candidate, FeatureReranker, Reranker, TimeSpan
 from lore.text import normalise
 
@@ -139,6 +140,8 @@ def search(
     )
     vector_ids: list[int] = []
     vector: Vectors | None = None
+    similarity: dict[int, float] = {}
+    floor: float | None = None
     if embedding is not None:
         try:
             vector = embedding.result()[0]
@@ -147,6 +150,8 @@ def search(
         else:
             found = index.vector_search(scopes, vector, limit=wanted, now=moment)
             vector_ids = [entry_id for entry_id, _ in found]
+            similarity = dict(found)
+            floor = anchor_floor(index.embedder, vector)
 
     fused: dict[int, float] = {}
     text_rank = {entry_id: rank for rank, entry_id in enumerate(text_ids, 1)}
@@ -187,7 +192,9 @@ def search(
     for entry_id in scores:
         age = max(0.0, moment - entries[entry_id].at)
         scores[entry_id] *= 1.0 + fusion.recency_weight * 0.5 ** (age / half_life)
-    return _pick(entries, scores, text_rank, vector_rank, limit, fusion)
+    hits = _pick(entries, scores, text_rank, vector_rank, limit, fusion)
+    # Relevant or absent: a hit found by meaning alone must clear this query's floor.
+    return hits if floor is None else keep_relevant(hits, similarity, floor)
 
 
 def _in_range(entry: Stored, after: float | None, before: float | None) -> bool:
