@@ -59,7 +59,7 @@ DESCRIPTIONS: dict[str, str] = {
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",
-    "api.clients": "[api.clients.NAME] tables: each other program's token and scopes",
+    "api.clients": "other programs' tokens and scopes, one table each: [api.clients.NAME]",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
 }
