@@ -94,9 +94,9 @@ class PostgresSearchIndex:
             )
             cursor.executemany(
                 "INSERT INTO search_entries (scope, kind, source, locator, at, expires_at,"
-                " speaker, text, context, terms) VALUES (%(scope)s, %(kind)s, %(source)s,"
-                " %(locator)s, %(at)s, %(expires_at)s, %(speaker)s, %(text)s, %(context)s,"
-                f" {_TERMS}) RETURNING id",
+                " speaker, text, context, about_start, about_end, terms) VALUES (%(scope)s,"
+                " %(kind)s, %(source)s, %(locator)s, %(at)s, %(expires_at)s, %(speaker)s,"
+                f" %(text)s, %(context)s, %(about_start)s, %(about_end)s, {_TERMS}) RETURNING id",
                 rows,
                 returning=True,
             )
@@ -318,12 +318,26 @@ class PostgresSearchIndex:
             int(r["id"]): np.array(json.loads(r["vector"])[:dim], dtype=np.float32) for r in rows
         }
 
+    def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
+        """The active memories extracted from a session's messages, by message index (the
+        memory's source link): they join that message's search key."""
+        rows = self._db.fetch_all(
+            "SELECT source_message, content FROM memories WHERE scope = %s AND"
+            " source_session = %s AND source_message IS NOT NULL AND status = 'active'"
+            " ORDER BY id",
+            (scope, session_id),
+        )
+        facts: dict[int, list[str]] = {}
+        for row in rows:
+            facts.setdefault(int(row["source_message"]), []).append(str(row["content"]))
+        return facts
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:
             return {}
         rows = self._db.fetch_all(
-            "SELECT id, scope, kind, source, locator, at, speaker, text FROM search_entries"
-            " WHERE id = ANY(%s)",
+            "SELECT id, scope, kind, source, locator, at, speaker, text, about_start, about_end"
+            " FROM search_entries WHERE id = ANY(%s)",
             (list(ids),),
         )
         return {int(r["id"]): Stored(**r) for r in rows}
