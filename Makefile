@@ -81,6 +81,7 @@ bench: $(VENV)/.test
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
+	$(PY) bench/postgres.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
 
 # One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the

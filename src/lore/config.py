@@ -31,6 +31,7 @@ __all__ = [
     "default_home",
     "load_config",
     "parse_model",
+    "redact_url",
 ]
 
 PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
@@ -138,6 +139,9 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
+    # postgresql://user:password@host/db: keep memories, reminders and the index in
+    # PostgreSQL (many workers, one database); empty: SQLite and files under `home`.
+    database_url: str = ""
 
     def is_owner_scope(self, scope: str) -> bool:
         if scope.startswith("cli:") or scope in self.owner_scopes:
@@ -190,6 +194,7 @@ class Config:
         for client in data["api"]["clients"].values():
             client["token"] = _redact(client["token"])
         data["telegram"]["token"] = _redact(data["telegram"]["token"])
+        data["database_url"] = redact_url(self.database_url)
         return data
 
 
@@ -237,6 +242,7 @@ _ENV = {
     "LORE_CONTEXT_WINDOW": "context_window",
     "LORE_MAX_TOOL_ROUNDS": "max_tool_rounds",
     "TELEGRAM_BOT_TOKEN": "telegram.token",
+    "LORE_DATABASE_URL": "database_url",
 }
 
 
@@ -397,6 +403,16 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
         return str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"setting {name!r} has an invalid value {value!r}") from exc
+
+
+def redact_url(url: str) -> str:
+    """postgresql://lore:secret@db/lore -> postgresql://lore:***@db/lore"""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    user, colon, password = credentials.partition(":")
+    if not (sep and at and colon and password):
+        return url
+    return f"{scheme}://{user}:***@{host}"
 
 
 def _redact(secret: str) -> str:

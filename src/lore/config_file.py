@@ -36,6 +36,8 @@ DESCRIPTIONS: dict[str, str] = {
     " (env: LORE_USER, else USER)",
     "owner_scopes": 'conversations besides cli:* that are yours, e.g. ["telegram:42"]: they'
     " see the curated files and feed Dream",
+    "database_url": "postgresql://user:password@host/db: memories, reminders and the search"
+    " index in PostgreSQL; empty: lore.db (env: LORE_DATABASE_URL)",
     "memory.budget_chars": "characters of the memory block sent with every turn",
     "extraction.enabled": "after each turn, note what the user said that is worth keeping",
     "extraction.model": "model for that; empty: the chat model",

@@ -18,6 +18,7 @@ from lore.config import Config
 
 if TYPE_CHECKING:
     from lore.backends.local.database import Database
+    from lore.backends.postgres.backend import PostgresBackend
     from lore.bus import Bus, Conversation
     from lore.core.background import Background
     from lore.core.commands import CommandRegistry
@@ -123,20 +124,43 @@ class Runtime:
 
         return Database(self.config.db_path)
 
+    # -- PostgreSQL, when `database_url` names it: memories, reminders, outbox, index ---
+
+    @cached_property
+    def postgres(self) -> PostgresBackend | None:
+        if not self.config.database_url:
+            return None
+        from lore.backends.postgres.backend import PostgresBackend
+
+        return PostgresBackend(self.config.database_url)
+
+    def close(self) -> None:
+        """Close what the stores opened (commands that never start the event loop)."""
+        if "db" in self.__dict__:
+            self.db.close()
+        if self.__dict__.get("postgres") is not None:
+            self.__dict__["postgres"].close()
+
     @cached_property
     def memory(self) -> MemoryStore:
+        if self.postgres is not None:
+            return self.postgres.memory
         from lore.backends.local.memories import SQLiteMemoryStore
 
         return SQLiteMemoryStore(self.db)
 
     @cached_property
     def outbox(self) -> Outbox:
+        if self.postgres is not None:
+            return self.postgres.outbox
         from lore.backends.local.outbox import LocalOutbox
 
         return LocalOutbox(self.db)
 
     @cached_property
     def reminders(self) -> ReminderStore:
+        if self.postgres is not None:
+            return self.postgres.reminders
         from lore.backends.local.outbox import LocalOutbox
         from lore.backends.local.reminders import SQLiteReminderStore
 
@@ -146,6 +170,8 @@ class Runtime:
 
     @cached_property
     def search_index(self) -> SearchIndexPort:
+        if self.postgres is not None:
+            return self.postgres.search_index
         from lore.backends.local.search_index import SearchIndex
 
         return SearchIndex(self.db)
@@ -259,5 +285,4 @@ class Runtime:
         for provider in [self._provider, *self._named_providers.values()]:
             if provider is not None:
                 await provider.aclose()
-        if "db" in self.__dict__:
-            self.db.close()
+        self.close()

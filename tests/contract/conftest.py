@@ -137,6 +137,41 @@ def local(tmp_path: Path) -> Iterator[Backend]:
         yield open_home()
 
 
+@register("postgres")
+@contextmanager
+def postgres(tmp_path: Path) -> Iterator[Backend]:
+    """PostgreSQL for memories, reminders, the outbox and the search index; sessions and
+    notes stay files, as they do when `database_url` is set."""
+    from lore.backends.local.history import History
+    from lore.backends.local.notes import LocalNotes
+    from lore.backends.local.sessions import LocalSessions
+    from lore.backends.postgres.backend import PostgresBackend
+    from lore.backends.postgres.search_index import PostgresSearchIndex
+    from tests.postgres_server import PostgresUnavailable, empty_lore_database
+
+    try:
+        url = empty_lore_database()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL cannot start here: {exc}")
+    home = tmp_path / "contract-home"
+    with ExitStack() as opened:
+
+        def open_home() -> Backend:
+            pg = PostgresBackend(url, max_connections=4)
+            opened.callback(pg.close)
+            return Backend(
+                memories=pg.memory,
+                reminders=pg.reminders,
+                sessions=LocalSessions(home / "sessions", home),
+                history=History(home / "workspace" / "memory"),
+                search=PostgresSearchIndex(pg.db, HashEmbedder()),
+                notes=LocalNotes(home / "workspace"),
+                reopen=open_home,
+            )
+
+        yield open_home()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # At collection, not import: a backend registered after this module loaded counts too.
     if "backend_name" in metafunc.fixturenames:

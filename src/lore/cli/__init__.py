@@ -31,6 +31,7 @@ SUBCOMMANDS = (
     "doctor",
     "forget",
     "backup",
+    "migrate",
 )
 
 

@@ -94,8 +94,7 @@ def runtime(args: argparse.Namespace) -> Iterator[Runtime]:
     try:
         yield lore
     finally:
-        if "db" in lore.__dict__:
-            lore.db.close()
+        lore.close()
 
 
 def print_json(data: Any) -> None:

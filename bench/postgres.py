@@ -1,0 +1,166 @@
+"""The PostgreSQL backend beside the SQLite one, in the same run, on the same data.
+
+    .venv/bin/python bench/postgres.py [--rows 10000] [--runs 300] [--reminders 2000]
+                                       [--workers 4] [--url postgresql://...]
+
+Starts the embedded PostgreSQL of the tests (or uses --url, whose tables it fills), then
+for each backend: fills --rows memories over 100 scopes (half English, half Chinese),
+times `remember` (committed) and `search` in one scope (p50, p95), and claims
+--reminders due reminders, delivering each through the outbox: SQLite with one worker,
+PostgreSQL with --workers threads at once (each its own connection), counting
+duplicates and misses. Each PostgreSQL figure is printed beside SQLite's as a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.postgres_server
+
+from lore import text  # noqa: E402
+from lore.backends.local.database import Database  # noqa: E402
+from lore.backends.local.memories import SQLiteMemoryStore  # noqa: E402
+from lore.backends.local.reminders import SQLiteReminderStore  # noqa: E402
+from lore.backends.postgres.database import PostgresDatabase  # noqa: E402
+from lore.backends.postgres.memories import PostgresMemoryStore  # noqa: E402
+from lore.backends.postgres.reminders import PostgresReminderStore  # noqa: E402
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+ENGLISH = "John walks the dog along the river every Sunday morning, note {}"
+CHINESE = "我每天早上喝一杯美式咖啡，周末去花莲看妈妈，第{}条"
+QUERIES = ["river dog", "美式咖啡", "花莲", "Sunday morning", "妈妈"]
+
+
+def sample(i: int) -> str:
+    return (CHINESE if i % 2 else ENGLISH).format(i)
+
+
+def percentiles(times: list[float]) -> tuple[float, float]:
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1]
+
+
+def timed(runs: int, call: Callable[[int], object]) -> tuple[float, float]:
+    times = []
+    for i in range(runs):
+        start = time.perf_counter()
+        call(i)
+        times.append((time.perf_counter() - start) * 1000)
+    return percentiles(times)
+
+
+def memories(store: Any, rows: int, runs: int) -> dict[str, tuple[float, float]]:
+    with store.batch():
+        for i in range(rows):
+            store.remember(f"telegram:{i % 100}", sample(i), author="john", via="cli", now=NOW)
+    remember = timed(
+        runs,
+        lambda i: store.remember("cli:default", f"new {sample(i)}", author="j", via="cli", now=NOW),
+    )
+    search = timed(runs, lambda i: store.search("telegram:7", QUERIES[i % len(QUERIES)], now=NOW))
+    return {"remember": remember, "search": search}
+
+
+def reminders(make_store: Callable[[], Any], count: int, workers: int) -> tuple[float, int, int]:
+    """Seconds to claim and deliver `count` due reminders; duplicates; misses."""
+    seed = make_store()
+    for n in range(count):
+        seed.add(f"telegram:{n % 100}", "john", f"reminder {n}", NOW + timedelta(seconds=n % 60),
+                 timezone="Asia/Taipei", now=NOW)  # fmt: skip
+    due = NOW + timedelta(minutes=1)
+    delivered: list[str] = []
+    lock = threading.Lock()
+
+    def work(n: int) -> None:
+        store = make_store() if workers > 1 else seed
+        while store.claim_due(due, limit=50):
+            pass
+        while items := store.outbox.lease(owner=f"w{n}", now=due, limit=50):
+            for item in items:
+                if store.outbox.done(item.id, owner=f"w{n}", now=due):
+                    with lock:
+                        delivered.append(item.key)
+        while store.claim_due(due, limit=50):  # what others left when this one started
+            pass
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - start
+    counts = Counter(delivered)
+    return seconds, sum(c - 1 for c in counts.values()), count - len(counts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--reminders", type=int, default=2_000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--url", default="")
+    args = parser.parse_args()
+    text.warm_up()
+
+    server = None
+    url = args.url
+    if not url:
+        from tests.postgres_server import EmbeddedPostgres
+
+        server = EmbeddedPostgres().start()
+        url = server.create_database()
+    pools: list[PostgresDatabase] = []
+    try:
+        with tempfile.TemporaryDirectory() as home:
+            lite_db = Database(Path(home) / "lore.db")
+            lite = memories(SQLiteMemoryStore(lite_db), args.rows, args.runs)
+            lite_rem = reminders(lambda: SQLiteReminderStore(lite_db), args.reminders, 1)
+            lite_db.close()
+
+        def pg_store() -> PostgresReminderStore:
+            pools.append(PostgresDatabase(url, max_size=2))
+            return PostgresReminderStore(pools[-1])
+
+        pg_db = PostgresDatabase(url)
+        pools.append(pg_db)
+        pg = memories(PostgresMemoryStore(pg_db), args.rows, args.runs)
+        pg_rem = reminders(pg_store, args.reminders, args.workers)
+    finally:
+        for pool in pools:
+            pool.close()
+        if server is not None:
+            server.stop()
+
+    print(f"{args.rows:,} memories in 100 scopes; {args.runs} runs each")
+    for name in ("remember", "search"):
+        (p50, p95), (l50, l95) = pg[name], lite[name]
+        print(
+            f"  {name:<9} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   SQLite p50 {l50:6.2f} ms"
+            f"  p95 {l95:6.2f} ms   ratio p50 {p50 / l50:4.1f}x"
+        )
+    seconds, duplicates, misses = pg_rem
+    lite_seconds, lite_duplicates, lite_misses = lite_rem
+    print(
+        f"{args.reminders:,} due reminders claimed and delivered through the outbox:\n"
+        f"  PostgreSQL, {args.workers} workers: {seconds:5.2f} s"
+        f" ({args.reminders / seconds:,.0f}/s), {duplicates} duplicates, {misses} misses\n"
+        f"  SQLite, 1 worker:       {lite_seconds:5.2f} s"
+        f" ({args.reminders / lite_seconds:,.0f}/s), {lite_duplicates} duplicates,"
+        f" {lite_misses} misses   ratio {seconds / lite_seconds:4.1f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

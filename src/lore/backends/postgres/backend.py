@@ -1,0 +1,31 @@
+"""Every store of the PostgreSQL backend over one connection pool, typed as the ports the
+runtime asks for (so mypy checks that each store keeps its port's contract)."""
+
+from __future__ import annotations
+
+from lore.backends.postgres.database import PostgresDatabase
+from lore.backends.postgres.memories import PostgresMemoryStore
+from lore.backends.postgres.outbox import PostgresOutbox
+from lore.backends.postgres.reminders import PostgresReminderStore
+from lore.backends.postgres.search_index import PostgresSearchIndex
+from lore.ports.memories import MemoryStore
+from lore.ports.outbox import Outbox
+from lore.ports.reminders import ReminderStore
+from lore.ports.search import SearchIndexPort
+
+__all__ = ["PostgresBackend"]
+
+
+class PostgresBackend:
+    """Opens (and migrates) the database at `url`; `close()` ends every connection."""
+
+    def __init__(self, url: str, *, max_connections: int = 10) -> None:
+        self.db = PostgresDatabase(url, max_size=max_connections)
+        outbox = PostgresOutbox(self.db)
+        self.memory: MemoryStore = PostgresMemoryStore(self.db)
+        self.outbox: Outbox = outbox
+        self.reminders: ReminderStore = PostgresReminderStore(self.db, outbox)
+        self.search_index: SearchIndexPort = PostgresSearchIndex(self.db)
+
+    def close(self) -> None:
+        self.db.close()

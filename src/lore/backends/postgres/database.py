@@ -1,0 +1,196 @@
+"""A pool of connections to one PostgreSQL database: migrations on open, nestable `atomic()`.
+
+Stores own their tables' SQL and use this class for connections and transactions;
+nothing else runs SQL. Connections are shared by every thread through a psycopg pool:
+a thread inside `atomic()` keeps its connection, so nested calls become savepoints and
+reads inside a transaction see its writes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from lore.config import redact_url
+from lore.errors import StoreError
+
+__all__ = ["Connection", "PostgresDatabase", "advisory_key", "migrations"]
+
+Connection = psycopg.Connection[DictRow]
+
+# pg_advisory locks take (namespace, key): Lore's namespace keeps clear of other users.
+_LOCK_NAMESPACE = 0x4C6F7265  # "Lore"
+_MIGRATION_KEY = 0
+
+
+def migrations() -> list[tuple[int, str, ModuleType]]:
+    """Every migration module in `lore.backends.postgres.migrations`, ordered by number."""
+    import lore.backends.postgres.migrations as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        name = info.name
+        if not (name.startswith("m") and name[1:4].isdigit() and name[4:5] == "_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{name}")
+        found.append((int(name[1:4]), name, module))
+    found.sort()
+    numbers = [n for n, _, _ in found]
+    if len(numbers) != len(set(numbers)):
+        raise StoreError(f"two migrations share a number: {numbers}")
+    return found
+
+
+def advisory_key(text: str) -> int:
+    """A stable 32-bit key for an advisory lock named by `text` (a scope, a job)."""
+    value = 2166136261
+    for byte in text.encode("utf-8"):  # FNV-1a: stable across processes, unlike hash()
+        value = ((value ^ byte) * 16777619) & 0xFFFFFFFF
+    return value - 2**32 if value >= 2**31 else value
+
+
+class PostgresDatabase:
+    """The connection pool for one database. Use `atomic()` for every write."""
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 15.0
+    ) -> None:
+        self.url = url
+        self._local = threading.local()
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            connection_class=psycopg.Connection[DictRow],
+            configure=_configure,
+            open=False,
+            name="lore",
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {redact_url(url)}") from exc
+        try:
+            self._migrate()
+        except psycopg.Error as exc:
+            self._pool.close()
+            raise StoreError(f"{redact_url(url)} is not a usable Lore database: {exc}") from exc
+
+    @property
+    def schema_version(self) -> int:
+        with self.connection() as conn:
+            row = conn.execute("SELECT coalesce(max(number), 0) AS n FROM lore_migrations")
+            found = row.fetchone()
+        return 0 if found is None else int(found["n"])
+
+    @contextmanager
+    def atomic(self) -> Iterator[Connection]:
+        """A transaction; nested calls become savepoints. Rolls back on any exception."""
+        current: Connection | None = getattr(self._local, "conn", None)
+        if current is not None:
+            with current.transaction():
+                yield current
+            return
+        with self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A connection for reads: the thread's open transaction, or one from the pool
+        (autocommit: each statement sees the latest committed data)."""
+        current: Connection | None = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._pool.connection() as conn:
+            yield conn
+
+    def lock(self, conn: Connection, name: str) -> None:
+        """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are
+        shared with `exclusive`: one name is one lock)."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_NAMESPACE, advisory_key(name)))
+
+    @contextmanager
+    def exclusive(self, name: str, *, wait: bool = True) -> Iterator[bool]:
+        """Hold the advisory lock `name` for the whole block, across transactions: one
+        turn of a conversation, one Dream run, whichever worker runs it. Other workers
+        asking for `name` wait, or with `wait=False` get False at once (and should skip
+        the job). The lock lives on one pooled connection, kept for the block, so
+        PostgreSQL drops it by itself when the holder dies."""
+        key = (_LOCK_NAMESPACE, advisory_key(name))
+        with self._pool.connection() as conn:
+            if wait:
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", key)
+                held = True
+            else:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS held", key).fetchone()
+                held = row is not None and bool(row["held"])
+            try:
+                yield held
+            finally:
+                if held:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def vacuum(self, tables: Sequence[str]) -> bool:
+        """Rewrite these tables (VACUUM FULL) so no old row version keeps erased text;
+        False when another session held them and it gave up waiting."""
+        if getattr(self._local, "conn", None) is not None:
+            return False  # VACUUM cannot run inside a transaction
+        with self._pool.connection() as conn:
+            try:
+                conn.execute("SET lock_timeout = '5s'")
+                conn.execute(f"VACUUM (FULL) {', '.join(tables)}")
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                conn.execute("RESET lock_timeout")
+        return True
+
+    def fetch_one(self, sql: str, args: Any = None) -> DictRow | None:
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchone()
+
+    def fetch_all(self, sql: str, args: Any = None) -> list[DictRow]:
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _migrate(self) -> None:
+        # One transaction under one lock: workers starting together wait for the first.
+        with self.atomic() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_NAMESPACE, _MIGRATION_KEY))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS lore_migrations (number integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            applied = {row["number"] for row in conn.execute("SELECT number FROM lore_migrations")}
+            for number, name, module in migrations():
+                if number in applied:
+                    continue
+                conn.execute(module.SQL)
+                conn.execute(
+                    "INSERT INTO lore_migrations (number, name) VALUES (%s, %s)", (number, name)
+                )
+
+
+def _configure(conn: Connection) -> None:
+    # Times come back in UTC, as the SQLite stores return them.
+    conn.execute("SET TIME ZONE 'UTC'")

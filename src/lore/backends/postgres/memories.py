@@ -1,0 +1,460 @@
+"""The structured long-term memory on PostgreSQL, and the only SQL on its tables.
+
+The same semantics as the SQLite store: updating supersedes (the old version stays in
+the history), forgetting erases the text of every version from the table, the index
+terms and the audit history, and every change is audited. Writes to one scope are
+serialised by an advisory lock on the scope, so two workers noting the same fact at
+once end with one memory, as one SQLite writer would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
+
+from lore.backends.postgres.database import Connection, PostgresDatabase
+from lore.backends.postgres.tsquery import ts_query
+from lore.errors import InvalidInputError, NotFoundError
+from lore.ports.memories import (
+    ActivePage,
+    AuditEntry,
+    Draft,
+    ImportResult,
+    Memory,
+    Source,
+    check_write,
+    clean_author,
+    content_key,
+    iso,
+    make_draft,
+    parse_record,
+    valid_id,
+)
+from lore.text import index_terms
+
+__all__ = ["PostgresMemoryStore"]
+
+_LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s)"
+_BLOCK_ORDER = "(kind = 'profile') DESC, updated_at DESC, id DESC"
+# ts_rank weights {D, C, B, A}: words (A) count twice grams (B) and keywords (C), as the
+# SQLite store's bm25 column weights do.
+_RANK = "ts_rank('{0, 0.5, 0.5, 1.0}', terms, query)"
+_TERMS = (
+    "setweight(to_tsvector('lore_terms', %(words)s), 'A')"
+    " || setweight(to_tsvector('lore_terms', %(grams)s), 'B')"
+    " || setweight(to_tsvector('lore_terms', %(keywords)s), 'C')"
+)
+
+
+class PostgresMemoryStore:
+    """Memories, per scope. Each public write is one transaction."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self._db = db
+
+    # -- writing ------------------------------------------------------------------------
+
+    def remember(
+        self,
+        scope: str,
+        content: str,
+        *,
+        kind: str = "fact",
+        keywords: Iterable[str] = (),
+        author: str,
+        via: str,
+        now: datetime,
+        source: Source | None = None,
+        expires_at: datetime | None = None,
+    ) -> tuple[Memory, bool]:
+        """Store a fact; an exact duplicate in the scope returns the existing memory and False."""
+        check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
+        draft = make_draft(content, kind, keywords, author, source, expires_at)
+        with self._writing(scope) as conn:
+            existing = self._duplicate(conn, scope, draft.content)
+            if existing is not None:
+                if existing.expires_at is None or existing.expires_at > now:
+                    return existing, False
+                # Noted again after it lapsed: the new version replaces the expired one.
+                return self._replace(conn, existing, draft, via, now), True
+            new_id = self._insert(conn, scope, draft, now, now)
+            self._audit(conn, new_id, scope, "add", draft.author, via, now, draft.detail())
+            return self._row(conn, new_id), True
+
+    def supersede(
+        self,
+        scope: str,
+        memory_id: int,
+        content: str,
+        *,
+        kind: str | None = None,
+        keywords: Iterable[str] | None = None,
+        author: str,
+        via: str,
+        now: datetime,
+        source: Source | None = None,
+        expires_at: datetime | None = None,
+    ) -> Memory:
+        """Replace an active memory with a new version; the old one stays in the history."""
+        check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
+        with self._writing(scope) as conn:
+            old = self._live(scope, memory_id)
+            words = old.keywords if keywords is None else keywords
+            draft = make_draft(content, kind or old.kind, words, author, source, expires_at)
+            twin = self._duplicate(conn, scope, draft.content)
+            if twin is not None and twin.id != old.id:
+                raise InvalidInputError(f"#{twin.id} already says exactly that")
+            return self._replace(conn, old, draft, via, now)
+
+    def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
+        """Erase a memory and every earlier version of it; returns the erased ids."""
+        check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
+        with self._writing(scope) as conn:
+            memory = self._live(scope, memory_id)
+            chain = [
+                int(row["id"])
+                for row in conn.execute(
+                    "WITH RECURSIVE chain(id) AS (SELECT %s::bigint UNION ALL SELECT m.id"
+                    " FROM memories m JOIN chain c ON m.superseded_by = c.id) SELECT id FROM chain",
+                    (memory.id,),
+                )
+            ]
+            conn.execute(
+                "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+                " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)",
+                (now, chain),
+            )
+            conn.execute(
+                "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (chain,)
+            )
+            self._audit(conn, memory.id, scope, "forget", by, via, now, {"erased": chain})
+        return chain
+
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
+        audit rows whose detail does: every copy the tables hold of a text."""
+        with self._db.connection() as conn:
+            memories = [
+                int(row["id"])
+                for row in conn.execute(
+                    "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+                )
+                if match(row["content"]) or match(_text(row["keywords"]))
+            ]
+            audits = [
+                int(row["id"])
+                for row in conn.execute(
+                    "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
+                )
+                if match(_text(row["detail"]))
+            ]
+        return memories, audits
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope and
+        state (forget everywhere: the owner's purge of a text)."""
+        with self._db.atomic() as conn:
+            if memory_ids:
+                ids = list(memory_ids)
+                rows = conn.execute(
+                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+                    " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)"
+                    " RETURNING id, scope",
+                    (now, ids),
+                ).fetchall()
+                conn.execute(
+                    "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (ids,)
+                )
+                for row in sorted(rows, key=lambda r: int(r["id"])):
+                    erased = {"erased": [row["id"]]}
+                    self._audit(conn, row["id"], row["scope"], "forget", by, via, now, erased)
+            if audit_ids:
+                conn.execute(
+                    "UPDATE memory_audit SET detail = NULL WHERE id = ANY(%s)", (list(audit_ids),)
+                )
+
+    def compact(self) -> bool:
+        """Rewrite the tables so no old row version keeps an erased text."""
+        return self._db.vacuum(["memories", "memory_audit", "search_entries"])
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction (each takes its scope's lock inside it)."""
+        with self._db.atomic():
+            yield
+
+    def import_(
+        self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
+    ) -> ImportResult:
+        """Read `export` lines back; all or nothing. Ids are kept when free."""
+        check_write(scope, via)
+        iso(now)  # aware, or a clear error before anything is written
+        records = [parse_record(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+        added: list[int] = []
+        present: list[int] = []
+        with self._writing(scope) as conn:
+            for record in records:
+                existing = self._duplicate(conn, scope, record.draft.content)
+                if existing is not None:
+                    present.append(existing.id)
+                    continue
+                wanted = record.memory_id
+                if wanted is not None and self._exists(conn, wanted):
+                    wanted = None
+                new_id = self._insert(
+                    conn, scope, record.draft, record.created_at, record.updated_at, wanted
+                )
+                self._audit(conn, new_id, scope, "import", by, via, now, record.draft.detail())
+                added.append(new_id)
+        return ImportResult(added, present)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def get(self, scope: str, memory_id: int) -> Memory:
+        """A memory of this scope, in any state but forgotten."""
+        row = None
+        if valid_id(memory_id):
+            row = self._db.fetch_one(
+                "SELECT * FROM memories WHERE id = %s AND scope = %s AND status != 'forgotten'",
+                (memory_id, scope),
+            )
+        if row is None:
+            raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
+        return _memory(row)
+
+    def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
+        """Unexpired active memories in block order: profile first, then most recently updated."""
+        iso(now)
+        rows = self._db.fetch_all(
+            f"SELECT * FROM memories WHERE scope = %(scope)s AND {_LIVE}"
+            f" ORDER BY {_BLOCK_ORDER} LIMIT %(limit)s",
+            {"scope": scope, "now": now, "limit": limit},
+        )
+        return [_memory(row) for row in rows]
+
+    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
+        with self._db.atomic() as conn:  # one snapshot for both reads
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            row = conn.execute(
+                f"SELECT count(*) AS n FROM memories WHERE scope = %(scope)s AND {_LIVE}",
+                {"scope": scope, "now": now},
+            ).fetchone()
+            total = 0 if row is None else int(row["n"])
+            return ActivePage(self.active(scope, now=now, limit=limit), total)
+
+    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
+        """Active memories of this scope matching any word of `query`, best first."""
+        iso(now)
+        expression = ts_query(query)
+        if expression is None:
+            return []
+        rows = self._db.fetch_all(
+            "SELECT memories.* FROM memories, to_tsquery('lore_terms', %(query)s) query"
+            f" WHERE scope = %(scope)s AND terms @@ query AND {_LIVE}"
+            f" ORDER BY {_RANK} DESC, updated_at DESC LIMIT %(limit)s",
+            {"query": expression, "scope": scope, "now": now, "limit": max(1, min(limit, 100))},
+        )
+        return [_memory(row) for row in rows]
+
+    def history(self, scope: str, memory_id: int) -> list[AuditEntry]:
+        """The audit trail of a memory's whole chain of versions, oldest first."""
+        with self._db.connection() as conn:
+            if not self._exists(conn, memory_id, scope):
+                raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
+            rows = conn.execute(
+                "WITH RECURSIVE later(id) AS (SELECT %(id)s::bigint UNION SELECT m.superseded_by"
+                " FROM memories m JOIN later ON m.id = later.id WHERE m.superseded_by IS NOT NULL),"
+                " chain(id) AS (SELECT id FROM later UNION SELECT m.id FROM memories m"
+                " JOIN chain ON m.superseded_by = chain.id)"
+                " SELECT * FROM memory_audit WHERE memory_id IN (SELECT id FROM chain) ORDER BY id",
+                {"id": memory_id},
+            ).fetchall()
+        return [_audit_entry(row) for row in rows]
+
+    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]:
+        """The scope's latest audit entries, newest first (what /memory reports)."""
+        rows = self._db.fetch_all(
+            "SELECT * FROM memory_audit WHERE scope = %s ORDER BY id DESC LIMIT %s",
+            (scope, max(1, limit)),
+        )
+        return [_audit_entry(row) for row in rows]
+
+    def export(self, scope: str) -> list[str]:
+        """Every active memory of the scope (expired included) as JSON Lines, by id."""
+        rows = self._db.fetch_all(
+            "SELECT * FROM memories WHERE scope = %s AND status = 'active' ORDER BY id", (scope,)
+        )
+        return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
+
+    # -- internals ----------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, scope: str) -> Iterator[Connection]:
+        """A write transaction holding the scope's lock (one writer per scope at a time)."""
+        with self._db.atomic() as conn:
+            self._db.lock(conn, f"memories:{scope}")
+            yield conn
+
+    def _replace(
+        self, conn: Connection, old: Memory, draft: Draft, via: str, now: datetime
+    ) -> Memory:
+        conn.execute(
+            "UPDATE memories SET status = 'superseded', terms = NULL WHERE id = %s", (old.id,)
+        )
+        new_id = self._insert(conn, old.scope, draft, old.created_at, now)
+        conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (new_id, old.id))
+        detail = draft.detail(replaces=old.id)
+        self._audit(conn, new_id, old.scope, "update", draft.author, via, now, detail)
+        return self._row(conn, new_id)
+
+    def _insert(
+        self,
+        conn: Connection,
+        scope: str,
+        draft: Draft,
+        created_at: datetime,
+        updated_at: datetime,
+        memory_id: int | None = None,
+    ) -> int:
+        source = draft.source or Source("")
+        terms = index_terms(draft.content)
+        keywords = " ".join(f"{t.words} {t.grams}" for t in map(index_terms, draft.keywords))
+        values = {
+            "id": memory_id,
+            "scope": scope,
+            "content": draft.content,
+            "kind": draft.kind,
+            "keywords_json": Jsonb(list(draft.keywords)),
+            "author": draft.author,
+            "session": source.session_id,
+            "message": source.message_index,
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "expires_at": draft.expires_at,
+            "content_key": content_key(draft.content),
+            "words": terms.words,
+            "grams": terms.grams,
+            "keywords": keywords,
+        }
+        columns = (
+            "scope, content, kind, keywords, author, source_session, source_message,"
+            " created_at, updated_at, expires_at, content_key, terms"
+        )
+        row_values = (
+            "%(scope)s, %(content)s, %(kind)s, %(keywords_json)s, %(author)s,"
+            " nullif(%(session)s, ''), %(message)s, %(created_at)s, %(updated_at)s,"
+            f" %(expires_at)s, %(content_key)s, {_TERMS}"
+        )
+        if memory_id is None:
+            sql = f"INSERT INTO memories ({columns}) VALUES ({row_values}) RETURNING id"
+        else:
+            sql = f"INSERT INTO memories (id, {columns}) VALUES (%(id)s, {row_values}) RETURNING id"
+        row = conn.execute(sql, values).fetchone()
+        assert row is not None
+        if memory_id is not None:
+            # A kept id must never be handed out again by the identity sequence.
+            conn.execute(
+                "SELECT setval(pg_get_serial_sequence('memories', 'id'),"
+                " greatest(%s, (SELECT last_value FROM memories_id_seq)))",
+                (memory_id,),
+            )
+        return int(row["id"])
+
+    def _audit(
+        self,
+        conn: Connection,
+        memory_id: int,
+        scope: str,
+        action: str,
+        actor: str,
+        via: str,
+        now: datetime,
+        detail: dict[str, Any],
+    ) -> None:
+        conn.execute(
+            "INSERT INTO memory_audit (memory_id, scope, action, actor, via, at, detail)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (memory_id, scope, action, clean_author(actor), via, now, Jsonb(detail)),
+        )
+
+    def _exists(self, conn: Connection, memory_id: int, scope: str | None = None) -> bool:
+        """Whether the id is taken (in `scope`, if given), whatever the memory's state."""
+        if not valid_id(memory_id):
+            return False
+        row = conn.execute(
+            "SELECT 1 FROM memories WHERE id = %s AND scope = coalesce(%s, scope)",
+            (memory_id, scope),
+        ).fetchone()
+        return row is not None
+
+    def _duplicate(self, conn: Connection, scope: str, content: str) -> Memory | None:
+        row = conn.execute(
+            "SELECT * FROM memories WHERE scope = %s AND content_key = %s AND status = 'active'",
+            (scope, content_key(content)),
+        ).fetchone()
+        return None if row is None else _memory(row)
+
+    def _live(self, scope: str, memory_id: int) -> Memory:
+        memory = self.get(scope, memory_id)
+        if memory.status == "superseded":
+            raise InvalidInputError(
+                f"#{memory_id} is an old version, replaced by #{memory.superseded_by}"
+            )
+        return memory
+
+    def _row(self, conn: Connection, memory_id: int) -> Memory:
+        row = conn.execute("SELECT * FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        assert row is not None
+        return _memory(row)
+
+
+def _text(value: Any) -> str:
+    """A jsonb value as the JSON text the SQLite store matches against."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _audit_entry(row: DictRow) -> AuditEntry:
+    return AuditEntry(
+        row["id"],
+        row["memory_id"],
+        row["action"],
+        row["actor"],
+        row["via"],
+        row["at"],
+        row["detail"],
+    )
+
+
+def _memory(row: DictRow) -> Memory:
+    session = row["source_session"]
+    return Memory(
+        id=row["id"],
+        scope=row["scope"],
+        content=row["content"],
+        kind=row["kind"],
+        keywords=tuple(row["keywords"]),
+        author=row["author"],
+        source=None if session is None else Source(session, row["source_message"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        expires_at=row["expires_at"],
+        status=row["status"],
+        superseded_by=row["superseded_by"],
+    )

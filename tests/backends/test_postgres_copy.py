@@ -1,0 +1,94 @@
+"""`lore migrate --to URL`: a SQLite home copied into PostgreSQL without loss, each table
+compared by count and content hash, and refused (changing nothing) when the target
+already holds data."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore
+from lore.backends.local.reminders import SQLiteReminderStore
+from lore.backends.postgres.backend import PostgresBackend
+from lore.cli import main
+
+pytestmark = pytest.mark.postgres
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+HOME = "cli:default"
+GROUP = "line:group:7"
+
+
+@pytest.fixture
+def sqlite_home(home: Path) -> Path:
+    db = Database(home / "lore.db")
+    memories, reminders = SQLiteMemoryStore(db), SQLiteReminderStore(db)
+    old, _ = memories.remember(HOME, "John lives in Taipei", kind="profile", author="john",
+                               via="tool", now=NOW)  # fmt: skip
+    memories.supersede(HOME, old.id, "John lives in 花莲", author="john", via="tool", now=NOW)
+    memories.remember(GROUP, "Мама живёт в Москве", keywords=["семья"], author="anna",
+                      via="tool", now=NOW, expires_at=NOW + timedelta(days=9))  # fmt: skip
+    gone, _ = memories.remember(HOME, "a secret plan", author="john", via="cli", now=NOW)
+    memories.forget(HOME, gone.id, by="john", via="cli", now=NOW)
+    reminders.add(HOME, "john", "喝水", NOW, timezone="Asia/Taipei", now=NOW,
+                  recurrence="every 1h", channel="cli")  # fmt: skip
+    reminders.add(GROUP, "anna", "позвонить маме", NOW + timedelta(days=1),
+                  timezone="Europe/Moscow", now=NOW)  # fmt: skip
+    reminders.claim_due(NOW + timedelta(seconds=5))
+    db.close()
+    return home
+
+
+def test_a_sqlite_home_is_copied_whole_and_compared_table_by_table(
+    sqlite_home: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = Database(sqlite_home / "lore.db")
+    local_memories, local_reminders = SQLiteMemoryStore(db), SQLiteReminderStore(db)
+    before = {
+        "export": [local_memories.export(s) for s in (HOME, GROUP)],
+        "history": local_memories.history(HOME, 1),
+        "changes": local_memories.recent_changes(HOME, limit=50),
+        "reminders": [local_reminders.list(s, include_done=True) for s in (HOME, GROUP)],
+        "outbox": local_reminders.outbox.items(HOME),
+    }
+    db.close()
+
+    assert main(["migrate", "--to", postgres_url]) == 0
+    out = capsys.readouterr().out
+    for table, rows in (("memories", 4), ("memory_audit", 5), ("reminders", 2), ("outbox", 1)):
+        assert f"{table:<13} {rows:>8} rows" in out
+    assert out.count(" same") == 4
+
+    pg = PostgresBackend(postgres_url)
+    try:
+        assert [pg.memory.export(s) for s in (HOME, GROUP)] == before["export"]
+        assert pg.memory.history(HOME, 1) == before["history"]
+        assert pg.memory.recent_changes(HOME, limit=50) == before["changes"]
+        after = [pg.reminders.list(s, include_done=True) for s in (HOME, GROUP)]
+        assert after == before["reminders"]
+        assert pg.outbox.items(HOME) == before["outbox"]
+        assert [m.content for m in pg.memory.search(HOME, "花莲", now=NOW)] == [
+            "John lives in 花莲"
+        ]
+        assert [m.content for m in pg.memory.search(GROUP, "семья", now=NOW)] == [
+            "Мама живёт в Москве"
+        ]
+        new, _ = pg.memory.remember(HOME, "after the copy", author="j", via="cli", now=NOW)
+        assert new.id == 5
+        assert pg.search_index.queued_memories() == [(2, HOME), (3, GROUP), (5, HOME)]
+    finally:
+        pg.close()
+
+
+def test_copying_into_a_database_that_holds_data_is_refused(
+    sqlite_home: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate", "--to", postgres_url]) == 0
+    capsys.readouterr()
+    assert main(["migrate", "--to", postgres_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "already holds 4 rows in memories" in err

@@ -1,0 +1,114 @@
+"""Lore on PostgreSQL end to end: `database_url` makes the runtime keep memories,
+reminders, their deliveries and the search index there, through real turns, tools and
+commands (sessions and notes stay files)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from lore.backends.local.live import LiveSession
+from lore.backends.postgres.backend import PostgresBackend
+from lore.cli import main
+from lore.clock import FixedClock
+from lore.config import load_config
+from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime, build
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def lore(
+    home: Path, postgres_url: str, model: ScriptedProvider, clock: FixedClock
+) -> AsyncIterator[Runtime]:
+    config = load_config(
+        env={"LORE_HOME": str(home), "USER": "john", "LORE_DATABASE_URL": postgres_url},
+        flags={"model": "scripted", "timezone": "Asia/Taipei", "extraction.enabled": False},
+    )
+    runtime = build(config, provider=model, clock=clock)
+    yield runtime
+    await runtime.aclose()
+
+
+async def test_a_turn_remembers_in_postgres_and_the_next_prompt_shows_it(
+    lore: Runtime, model: ScriptedProvider, postgres_url: str, home: Path
+) -> None:
+    conversation = lore.conversation("cli:default", emit=lambda event: None)
+    model.tool_call("remember", {"content": "John 住在花莲", "kind": "profile"}).reply("记住了。")
+    await conversation.send("我住在花莲，记住")
+    model.reply("花莲。")
+    await conversation.send("我住在哪里？")
+    [memory] = lore.memory.active("cli:default", now=lore.clock.now())
+    assert f"#{memory.id} [profile] John 住在花莲" in model.requests[-1].system
+    # It is in PostgreSQL, not in a lore.db beside the sessions.
+    assert not (home / "lore.db").exists()
+    other = PostgresBackend(postgres_url)
+    try:
+        assert [
+            m.content for m in other.memory.search("cli:default", "花莲", now=lore.clock.now())
+        ] == ["John 住在花莲"]
+    finally:
+        other.close()
+
+
+async def test_memory_search_finds_a_memory_indexed_in_postgres(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    lore.memory.remember(
+        "cli:default", "Мама живёт в Москве", author="john", via="cli", now=lore.clock.now()
+    )
+    model.tool_call("memory_search", {"query": "Москва"}).reply("В Москве.")
+    await lore.conversation("cli:default", emit=lambda event: None).send("где живёт мама?")
+    tool_result = model.requests[1].messages[-1]["content"]
+    assert "Мама живёт в Москве" in tool_result
+
+
+def test_remind_add_then_serve_once_delivers_from_postgres(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    home: Path,
+    postgres_url: str,
+) -> None:
+    monkeypatch.setenv("LORE_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("LORE_TIMEZONE", "Asia/Taipei")
+    monkeypatch.setenv("LORE_USER", "john")
+    backend = PostgresBackend(postgres_url)
+    now = datetime.now(UTC)
+    try:
+        backend.reminders.add("cli:default", "john", "water the plants", now - timedelta(minutes=5),
+                              timezone="Asia/Taipei", now=now - timedelta(minutes=10))  # fmt: skip
+    finally:
+        backend.close()
+    assert main(["serve", "--once"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"delivered reminder #1 to cli:default \(late\): water the plants", out)
+    [message] = LiveSession(home / "sessions", "cli:default").messages
+    assert message["content"].startswith("⏰ Reminder for @john: water the plants (late)")
+    assert main(["serve", "--once"]) == 0
+    assert capsys.readouterr().out == ""  # nothing twice
+    assert main(["remind", "list", "--all"]) == 0
+    assert "water the plants" in capsys.readouterr().out
+
+
+def test_index_rebuild_and_search_from_the_command_line_on_postgres(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    postgres_url: str,
+) -> None:
+    monkeypatch.setenv("LORE_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("LORE_USER", "john")
+    assert main(["memory", "add", "我每天早上喝美式咖啡", "--keyword", "coffee"]) == 0
+    assert main(["memory", "add", "Мама живёт в Москве"]) == 0
+    assert main(["index", "rebuild"]) == 0
+    capsys.readouterr()
+    assert main(["index", "stats", "--json"]) == 0
+    assert '"memory": 2' in capsys.readouterr().out
+    assert main(["memory", "search", "Москва", "--json"]) == 0
+    assert "Мама живёт в Москве" in capsys.readouterr().out
+    assert main(["memory", "search", "coffee", "--json"]) == 0
+    assert "美式咖啡" in capsys.readouterr().out
