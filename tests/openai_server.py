@@ -17,6 +17,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._queue: deque[tuple[int, Any, dict[str, str]]] = deque()
+        self._calls = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,11 +76,12 @@ class FakeOpenAI:
 
     def tool_call(self, name: str, arguments: dict[str, Any]) -> FakeOpenAI:
         args = json.dumps(arguments)
+        self._calls += 1
         delta = {
             "tool_calls": [
                 {
                     "index": 0,
-                    "id": "call_1",
+                    "id": f"call_{self._calls}",
                     "type": "function",
                     "function": {"name": name, "arguments": args},
                 }

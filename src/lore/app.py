@@ -15,11 +15,14 @@ from lore.clock import Clock, SystemClock, resolve_zone
 from lore.config import Config
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lore.backends.local.database import Database
     from lore.backends.local.live import LiveSession
     from lore.backends.local.memories import MemoryStore
     from lore.backends.local.reminders import ReminderStore
     from lore.backends.local.workspace import Workspace
+    from lore.core.approval import Approver
     from lore.core.background import Background
     from lore.core.commands import CommandRegistry
     from lore.core.context import ContextSection
@@ -38,6 +41,7 @@ TOOL_MODULES = (
     "lore.reminders.tools",
     "lore.sessions.tools",
     "lore.search.tool",
+    "lore.tools.feature",  # file and shell tools, skills: owner-only (its OWNER_ONLY)
 )
 COMMAND_MODULES = (
     "lore.core.builtin_commands",
@@ -48,7 +52,12 @@ COMMAND_MODULES = (
 # Room kept free in the context window beyond the reply: framing, estimate slack.
 _MARGIN_TOKENS = 512
 
-LAYER_MODULES = ("lore.memory.extraction", "lore.memory.lifecycle", "lore.search")
+LAYER_MODULES = (
+    "lore.memory.extraction",
+    "lore.memory.lifecycle",
+    "lore.search",
+    "lore.tools.feature",
+)
 
 
 class Lore:
@@ -149,14 +158,21 @@ class Lore:
         workspace.ensure()
         return workspace
 
+    def project_workspace(self, root: Path) -> Workspace:
+        """A chosen project's folder as the source of AGENTS.md, SOUL.md and USER.md."""
+        from lore.backends.local.workspace import Workspace
+
+        return Workspace(root, confined=True)
+
     @cached_property
     def tools(self) -> ToolRegistry:
         from lore.core.tools import ToolRegistry
 
         registry = ToolRegistry()
         for name in TOOL_MODULES:
+            owner_only = getattr(importlib.import_module(name), "OWNER_ONLY", False)
             for tool in _contributions(name, "make_tools", self):
-                registry.add(tool)
+                registry.add(tool, owner_only=owner_only)
         return registry
 
     @cached_property
@@ -177,12 +193,25 @@ class Lore:
         return LiveSession(self.config.sessions_dir, key)
 
     def conversation(
-        self, key: str, *, emit: Emit, author: str | None = None, channel: str = "cli"
+        self,
+        key: str,
+        *,
+        emit: Emit,
+        author: str | None = None,
+        channel: str = "cli",
+        approver: Approver | None = None,
+        project: Path | None = None,
     ) -> Conversation:
         from lore.core.conversation import Conversation
 
         return Conversation(
-            self, key, emit=emit, author=author or self.config.user_name, channel=channel
+            self,
+            key,
+            emit=emit,
+            author=author or self.config.user_name,
+            channel=channel,
+            approver=approver,
+            project=project,
         )
 
     async def aclose(self) -> None:

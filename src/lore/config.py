@@ -23,6 +23,7 @@ __all__ = [
     "MemoryFlushConfig",
     "ModelSpec",
     "SessionMemoryConfig",
+    "ToolsConfig",
     "default_home",
     "load_config",
     "parse_model",
@@ -72,6 +73,30 @@ class DreamConfig:
     max_entries: int = 100  # history entries one run reads; the rest wait for the next
 
 
+TRUST_LEVELS = ("allow", "ask", "never")
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """The file and shell tools: trust levels over the defaults in `lore.tools.trust`."""
+
+    trust: dict[str, str] = field(default_factory=dict)  # tool name -> allow | ask | never
+    exec_rules: dict[str, str] = field(default_factory=dict)  # command pattern -> level
+    file_rules: dict[str, str] = field(default_factory=dict)  # path pattern -> level (writes)
+    exec_timeout: float = 30.0  # seconds before a command is killed
+    output_cap: int = 16_000  # characters of a tool's output the model gets
+    approval_timeout: float = 120.0  # seconds to wait for the owner's answer; then no
+
+    def __post_init__(self) -> None:
+        for table in ("trust", "exec_rules", "file_rules"):
+            for key, level in getattr(self, table).items():
+                if level not in TRUST_LEVELS:
+                    raise ConfigError(
+                        f"setting 'tools.{table}' gives {key!r} the level {level!r}; "
+                        "use allow, ask or never"
+                    )
+
+
 @dataclass(frozen=True)
 class Config:
     home: Path
@@ -94,6 +119,7 @@ class Config:
     memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 
@@ -213,6 +239,12 @@ def load_config(
     return replace(config, timezone=config.timezone.lstrip(":"))
 
 
+def inherited_environment() -> dict[str, str]:
+    """The environment Lore runs in, as the base of a command the exec tool starts (which
+    strips every key and token from it first)."""
+    return dict(os.environ)
+
+
 def with_overrides(config: Config, **changes: Any) -> Config:
     return replace(config, **changes)
 
@@ -257,6 +289,10 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
     if default is None or isinstance(default, Path):
         return Path(value) if isinstance(value, str) else value
     try:
+        if isinstance(default, dict):
+            if not isinstance(value, Mapping):
+                raise ValueError(value)
+            return {str(key): str(item) for key, item in value.items()}
         if isinstance(default, tuple):
             items = value.split(",") if isinstance(value, str) else list(value)
             return tuple(str(item).strip() for item in items if str(item).strip())

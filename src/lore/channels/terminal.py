@@ -26,9 +26,12 @@ from lore.events import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from prompt_toolkit import PromptSession
 
     from lore.app import Lore
+    from lore.channels.terminal_approval import TerminalApprover
     from lore.core.conversation import Conversation
     from lore.reminders.scheduler import Scheduler
 
@@ -55,35 +58,35 @@ class Renderer:
             self.out.flush()
             self._midline = not event.text.endswith("\n")
         elif isinstance(event, ReplyFinished):
-            self._end_line()
+            self.end_line()
         elif isinstance(event, ToolCallEvent):
             if self.interactive:
-                self._end_line()
+                self.end_line()
                 mark = "✗" if event.is_error else "↳"
                 detail = _short(event.result if event.is_error else event.arguments)
                 self.out.write(self._style("2", f"  {mark} {event.name} {detail}") + "\n")
                 self.out.flush()
         elif isinstance(event, Notice):
             stream = self.out if self.interactive else self.err
-            self._end_line()
+            self.end_line()
             code = "33" if event.level == "warning" else "2"
             stream.write(self._style(code, f"· {event.text}") + "\n")
             stream.flush()
         elif isinstance(event, ReplyFailed):
             self.failed = event
-            self._end_line()
+            self.end_line()
             text = "(cancelled)" if event.cancelled else f"lore: {event.message}"
             stream = self.out if self.interactive and event.cancelled else self.err
             stream.write(self._style("31" if not event.cancelled else "2", text) + "\n")
             stream.flush()
         elif isinstance(event, ReminderDue):
             stream = self.out if self.interactive else self.err
-            self._end_line()
+            self.end_line()
             late = " (late)" if event.late and "(late)" not in event.text else ""
             stream.write(self._style("1;36", f"⏰ {event.text}{late}") + "\n")
             stream.flush()
 
-    def _end_line(self) -> None:
+    def end_line(self) -> None:
         """Finish a half-written reply line before printing anything else."""
         if self._midline:
             self.out.write("\n")
@@ -96,10 +99,14 @@ def _short(text: str, limit: int = 100) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO) -> int:
+async def run_once(
+    lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO, project: Path | None = None
+) -> int:
     """One message or slash command; the reply on `out`; exit code 0 on success."""
     renderer = Renderer(out, err, interactive=False)
-    conversation = lore.conversation(key, emit=renderer.emit)
+    # Asking needs a person at the keyboard; a script's `ask` tools are refused instead.
+    approver = _approver(lore, err, renderer) if sys.stdin.isatty() and err.isatty() else None
+    conversation = lore.conversation(key, emit=renderer.emit, approver=approver, project=project)
     _local_notice(lore, err)
     await _close_if_idle(lore, key, renderer)
     try:
@@ -118,18 +125,21 @@ async def run_once(lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO)
     return 1 if renderer.failed else 0
 
 
-async def run_interactive(lore: Lore, key: str) -> int:
+async def run_interactive(lore: Lore, key: str, *, project: Path | None = None) -> int:
     from prompt_toolkit.patch_stdout import patch_stdout
 
     prompt = _prompt_session(lore)
     _local_notice(lore, sys.stdout)
-    print(f"Lore · {lore.config.model_spec()} · {key} · /help for commands, Ctrl+D to exit")
+    where = f" · project {project}" if project is not None else ""
+    print(f"Lore · {lore.config.model_spec()} · {key}{where} · /help for commands, Ctrl+D to exit")
     with patch_stdout(raw=True):
         # Created inside patch_stdout: whatever is printed while the prompt is up (a
         # reminder, a background notice) goes above it without breaking the typed line.
         renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
         await _close_if_idle(lore, key, renderer)
-        conversation = lore.conversation(key, emit=renderer.emit)
+        conversation = lore.conversation(
+            key, emit=renderer.emit, approver=_approver(lore, sys.stdout, renderer), project=project
+        )
         scheduler = _start_scheduler(lore, key, renderer)
         try:
             while True:
@@ -249,6 +259,14 @@ def _prompt_session(lore: Lore) -> PromptSession[str]:
         completer=SlashCompleter(),
         complete_while_typing=True,
         multiline=False,
+    )
+
+
+def _approver(lore: Lore, stream: TextIO, renderer: Renderer) -> TerminalApprover:
+    from lore.channels.terminal_approval import TerminalApprover
+
+    return TerminalApprover(
+        lore.config.user_name, stream, color=stream.isatty(), before=renderer.end_line
     )
 
 

@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "memory",
     "remind",
     "sessions",
+    "skills",
     "dream",
     "index",
     "serve",

@@ -48,10 +48,14 @@ class ContextBuilder:
     def build(self, ctx: ToolContext, *, tools_enabled: bool = True) -> str:
         parts: list[str] = [IDENTITY]
         owner = self.lore.config.is_owner_scope(ctx.scope)
-        for file in self.lore.workspace.bootstrap():
+        # A chosen project's AGENTS/SOUL/USER.md replace the workspace's, not add to them.
+        source = (
+            self.lore.workspace if ctx.project is None else self.lore.project_workspace(ctx.project)
+        )
+        for file in source.bootstrap():
             if owner or file.name not in OWNER_FILES:
                 parts.append(f"## {file.name}\n\n{file.content}")
-        if tools_enabled and self.lore.tools.names():
+        if tools_enabled and self.lore.tools.names(ctx):
             parts.append(TOOL_CONTRACT)
         parts.extend(self._memory_sections(ctx, tools_enabled=tools_enabled))
         memory_md = self.lore.workspace.read("MEMORY.md") if owner else None

@@ -24,8 +24,11 @@ from lore.events import Emit, Notice, ReplyFailed
 from lore.llm.base import Message
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lore.app import Lore
     from lore.backends.local.live import LiveSession
+    from lore.core.approval import Approver
 
 __all__ = ["AfterTurn", "CompletedTurn", "Conversation"]
 
@@ -49,12 +52,24 @@ AfterTurn = Callable[["Conversation", CompletedTurn], Awaitable[None]]
 
 
 class Conversation:
-    def __init__(self, lore: Lore, key: str, *, emit: Emit, author: str, channel: str) -> None:
+    def __init__(
+        self,
+        lore: Lore,
+        key: str,
+        *,
+        emit: Emit,
+        author: str,
+        channel: str,
+        approver: Approver | None = None,
+        project: Path | None = None,
+    ) -> None:
         self.lore = lore
         self.scope = key
         self.emit = emit
         self.author = author
         self.channel = channel
+        self.approver = approver  # set by the channel: who answers a tool's "may I?"
+        self.project = project  # the chosen project folder, if any
         self._session: LiveSession | None = None
         self.context = ContextBuilder(lore)
 
@@ -87,6 +102,9 @@ class Conversation:
             now=self.lore.clock.now(),
             timezone=getattr(self.lore.zone, "key", "UTC"),
             channel=self.channel,
+            owner=self.lore.config.is_owner_scope(self.scope),
+            project=self.project,
+            approver=self.approver,
         )
 
     def system_prompt(self, ctx: ToolContext | None = None) -> str:
@@ -100,6 +118,8 @@ class Conversation:
         lore = self.lore
         session = self.session
         session.refresh()
+        if self.project is not None and session.meta.extra.get("project") != str(self.project):
+            session.update_meta(extra={"project": str(self.project)})
         ctx = self.tool_context()
         now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
         user: Message = {
@@ -186,7 +206,7 @@ class Conversation:
     def _tool_schema_tokens(self) -> int:
         if not self.lore.provider.supports_tools:
             return 0
-        specs = [vars(spec) for spec in self.lore.tools.specs()]
+        specs = [vars(spec) for spec in self.lore.tools.specs(self.tool_context())]
         return self.lore.tokens.count(json.dumps(specs, ensure_ascii=False))
 
     def _history_budget(self, system: str, user: Message) -> int:

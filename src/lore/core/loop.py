@@ -50,7 +50,7 @@ async def run_tool_loop(
     started = time.monotonic()
     added: list[Message] = []
     input_tokens = output_tokens = first_prompt_tokens = 0
-    specs = tools.specs() if tools is not None and provider.supports_tools else []
+    specs = tools.specs(ctx) if tools is not None and provider.supports_tools else []
     rounds = 0
     while True:
         final_round = rounds >= max_rounds
@@ -77,14 +77,15 @@ async def run_tool_loop(
         for call in calls:
             result = await tools.call(call, ctx)
             emit(ToolCallEvent(call.name, call.arguments, result.content, result.is_error))
-            added.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": result.content,
-                }
-            )
+            tool_message: Message = {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": result.content,
+            }
+            if result.decision is not None:
+                tool_message["decision"] = result.decision  # kept in the transcript
+            added.append(tool_message)
         if on_round is not None:
             on_round(added[round_start:])
     text = added[-1].get("content") or ""

@@ -12,10 +12,14 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from lore.core.approval import Approver
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult"]
 
@@ -33,6 +37,11 @@ class ToolContext:
     now: datetime
     timezone: str
     channel: str = "cli"
+    owner: bool = True  # one of the owner's conversations: file and shell tools are offered
+    project: Path | None = None  # the chosen project folder; None: the agent workspace
+    approver: Approver | None = None  # who answers a tool's "may I?"; None: no one can
+    # What the trust policy decided for the call being run, recorded with its result.
+    decision: dict[str, str] | None = None
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
@@ -52,29 +61,41 @@ class ToolResult:
     call: ToolCall
     content: str
     is_error: bool
+    decision: dict[str, str] | None = None  # allowed / approved by whom / refused
 
 
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._owner_only: set[str] = set()
         for tool in tools:
             self.add(tool)
 
-    def add(self, tool: Tool) -> None:
+    def add(self, tool: Tool, *, owner_only: bool = False) -> None:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
+        if owner_only:
+            self._owner_only.add(tool.name)
 
-    def names(self) -> list[str]:
-        return list(self._tools)
+    def names(self, ctx: ToolContext | None = None) -> list[str]:
+        return [name for name in self._tools if self._visible(name, ctx)]
 
-    def specs(self) -> list[ToolSpec]:
-        return [ToolSpec(t.name, t.description, t.parameters) for t in self._tools.values()]
+    def specs(self, ctx: ToolContext | None = None) -> list[ToolSpec]:
+        """The tools offered to the model; owner-only ones only in the owner's conversations."""
+        return [
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self._tools.values()
+            if self._visible(t.name, ctx)
+        ]
+
+    def _visible(self, name: str, ctx: ToolContext | None) -> bool:
+        return name not in self._owner_only or ctx is None or ctx.owner
 
     async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        tool = self._tools.get(call.name)
+        tool = self._tools.get(call.name) if self._visible(call.name, ctx) else None
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(self.names(ctx)) or "none"
             return ToolResult(call, f"Error: unknown tool {call.name!r}. Tools: {known}.", True)
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
@@ -82,10 +103,11 @@ class ToolRegistry:
             return ToolResult(call, f"Error: arguments are not valid JSON ({exc}).", True)
         if not isinstance(args, dict):
             return ToolResult(call, "Error: arguments must be a JSON object.", True)
+        ctx.decision = None
         try:
-            return ToolResult(call, await tool.run(args, ctx), False)
+            return ToolResult(call, await tool.run(args, ctx), False, ctx.decision)
         except (ToolError, LoreError) as exc:
-            return ToolResult(call, f"Error: {exc}", True)
+            return ToolResult(call, f"Error: {exc}", True, ctx.decision)
         except (TypeError, KeyError, ValueError) as exc:
             log.warning("tool %s rejected arguments: %s", call.name, exc)
             return ToolResult(call, f"Error: bad arguments for {call.name}: {exc}", True)

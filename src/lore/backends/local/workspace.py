@@ -6,6 +6,7 @@ to the very next request. A file still equal to its template is not sent to the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,8 +25,10 @@ class WorkspaceFile:
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, confined: bool = False) -> None:
         self.root = root
+        # A project folder is not Lore's: a file there that links outside it is not read.
+        self.confined = confined
 
     @property
     def memory_dir(self) -> Path:
@@ -42,6 +45,8 @@ class Workspace:
     def read(self, name: str) -> str | None:
         """The file's text, or None when it is missing, empty or still the template."""
         path = self.root / name
+        if self.confined and not _inside(path, self.root):
+            return None
         try:
             text = path.read_text(encoding="utf-8")
         except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
@@ -59,6 +64,11 @@ class Workspace:
             if text is not None:
                 found.append(WorkspaceFile(name, text))
         return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return top in real.parents and real.is_file()
 
 
 _TEMPLATES: dict[str, str] = {}
