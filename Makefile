@@ -43,4 +43,5 @@ bench: $(VENV)/.test
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
+	$(PY) bench/owner_tools.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi

@@ -95,6 +95,14 @@ class Confinement:
                 return True
         return False
 
+    def near_state(self, real: Path) -> bool:
+        """Whether anything at or below `real` could be Lore's state (it holds, or lies
+        inside, Lore's home or the agent workspace)."""
+        return any(
+            real == base or real in base.parents or base in real.parents
+            for base in (self.home, self.workspace)
+        )
+
     def state_inodes(self) -> set[tuple[int, int]]:
         inodes = set()
         try:

@@ -155,7 +155,7 @@ def _grep(
         if path_filter is not None and not path_filter.match(str(path)):
             continue
         text = read()
-        if text is None:
+        if text is None or not regex.search(text):
             continue
         for number, line in enumerate(text.splitlines(), 1):
             if regex.search(line):
@@ -172,15 +172,18 @@ def _walk(place: Confinement, start: Located) -> Iterator[tuple[PurePosixPath, A
         return
     seen = 0
     state = place.state_inodes()
+    guarded = place.near_state(start.path)  # else no path below can be Lore's state
     with place.directory(start.rel) as top:
         for folder, dirs, files, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
             base = start.rel / folder if folder != "." else start.rel
             dirs[:] = sorted(
-                d for d in dirs if d not in SKIPPED and not place.is_state(place.root / base / d)
+                d
+                for d in dirs
+                if d not in SKIPPED and not (guarded and place.is_state(place.root / base / d))
             )
             for name in sorted(files):
                 rel = PurePosixPath(os.path.normpath(base / name))
-                if place.is_state(place.root / rel):
+                if guarded and place.is_state(place.root / rel):
                     continue
                 seen += 1
                 if seen > _MAX_FILES:
@@ -207,8 +210,11 @@ def _read_at(folder: int, name: str, state: set[tuple[int, int]]) -> str | None:
             return None
         if (info.st_dev, info.st_ino) in state:
             return None  # a hard link to Lore's database or config
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return _text(f.read(_MAX_GREP_BYTES + 1))
+        chunks, left = [], info.st_size + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return _text(b"".join(chunks))
     finally:
         os.close(fd)
 
