@@ -24,7 +24,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.memory.block import render_memory_block
 
 SCOPE = "cli:default"
@@ -124,7 +124,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         db = Database(Path(home) / "lore.db")
         fill(db, args.rows, min(args.scope_rows, args.rows))
-        store = MemoryStore(db)
+        store = SQLiteMemoryStore(db)
 
         def block() -> None:
             render_memory_block(store, SCOPE, budget_chars=args.budget, now=NOW, zone=zone)

@@ -24,11 +24,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lore.app import Lore
 from lore.config import load_config
 from lore.core.tools import ToolContext
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import build
 
 
 def _p50(run: Callable[[], object], runs: int) -> float:
@@ -86,7 +86,7 @@ def main() -> None:
         project.mkdir()
         _project(project, args.files)
         config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-        lore = Lore(config, provider=ScriptedProvider())
+        lore = build(config, provider=ScriptedProvider())
         owner = _ctx("cli:default", project)
         loop = asyncio.new_event_loop()
 
@@ -116,10 +116,10 @@ def main() -> None:
         grep_tool = _p50(lambda: tool("grep", {"pattern": "f7_3"}), grep_runs)
         grep_plain = _p50(plain_grep, grep_runs)
 
-        conversation = lore.conversation("cli:default", emit=lambda e: None, project=project)
-        prompt_none = _p50(lambda: conversation.system_prompt(owner), args.runs)
+        turns = lore.bus.turns
+        prompt_none = _p50(lambda: turns.system_prompt(owner), args.runs)
         _skills(lore.workspace.root, args.skills)
-        prompt_skills = _p50(lambda: conversation.system_prompt(owner), args.runs)
+        prompt_skills = _p50(lambda: turns.system_prompt(owner), args.runs)
 
         def schema_tokens(ctx: ToolContext) -> int:
             specs = [vars(spec) for spec in lore.tools.specs(ctx)]

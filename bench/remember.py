@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.memory import text
 
 SCOPE = "cli:default"
@@ -73,7 +73,7 @@ def main() -> None:
         jieba_ms = (time.perf_counter() - start) * 1000
         db = Database(Path(home) / "lore.db")
         fill(db, args.rows)
-        store = MemoryStore(db)
+        store = SQLiteMemoryStore(db)
 
         ours: list[float] = []
         raw: list[float] = []

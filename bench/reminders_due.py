@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore.backends.local.database import Database
-from lore.backends.local.reminders import ReminderStore
+from lore.backends.local.reminders import SQLiteReminderStore
 
 BUDGET_MS = 5.0
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         fill(db, args.rows, args.due)
         print(f"  filled in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        store = ReminderStore(db)
+        store = SQLiteReminderStore(db)
 
         def query(hint: str) -> Callable[[], object]:
             sql = (

@@ -161,19 +161,19 @@ def run_lore(
     """Archive, index and embed every conversation in a Lore home; ask every question."""
     import asyncio
 
-    from lore.app import Lore
     from lore.backends.local.archive import SessionArchive
-    from lore.backends.local.live import SessionMeta
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.core.tools import ToolContext
     from lore.llm.scripted import ScriptedProvider
+    from lore.ports.sessions import SessionMeta
+    from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
     from lore.search.tool import MemorySearchTool
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-    lore = Lore(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
+    lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
     archive = SessionArchive(config.sessions_dir, config.home)
     dia_of: dict[tuple[str, int], str] = {}
     started = time.perf_counter()

@@ -65,15 +65,15 @@ def queries(words: Sequence[str], count: int, seed: int = 11) -> list[str]:
 
 
 def build(home: Path, texts: Sequence[str], progress: bool) -> Any:
-    from lore.app import Lore
     from lore.backends.local.search_index import Entry
     from lore.clock import FixedClock
     from lore.config import load_config
+    from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-    lore = Lore(config, clock=FixedClock(datetime(2026, 11, 30, tzinfo=UTC)))
+    lore = build(config, clock=FixedClock(datetime(2026, 11, 30, tzinfo=UTC)))
     search = searcher(lore)
     index = search.index
     rng = np.random.default_rng(3)

@@ -29,13 +29,13 @@ def _time_command(argv: list[str], runs: int) -> list[float]:
 
 
 def _context_build(runs: int) -> tuple[list[float], list[float]]:
-    from lore.app import Lore
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import build
 
     with tempfile.TemporaryDirectory() as home:
         config = load_config(env={"LORE_HOME": home}, flags={"model": "scripted"})
-        lore = Lore(config, provider=ScriptedProvider())
+        lore = build(config, provider=ScriptedProvider())
         conversation = lore.conversation("cli:default", emit=lambda event: None)
         workspace = lore.workspace.root
         (workspace / "SOUL.md").write_text("# Soul\n\nCurious and kind.\n" * 20)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime, build
 
 _real_connect = socket.socket.connect
 # The environment as the test run started, before fixtures scrub it: the opt-in real
@@ -80,7 +80,7 @@ def model() -> ScriptedProvider:
 
 
 @pytest.fixture
-async def lore(config: Config, model: ScriptedProvider, clock: FixedClock) -> Lore:
-    runtime = Lore(config, provider=model, clock=clock)
+async def lore(config: Config, model: ScriptedProvider, clock: FixedClock) -> Runtime:
+    runtime = build(config, provider=model, clock=clock)
     yield runtime  # type: ignore[misc]
     await runtime.aclose()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lore.app import Lore
-from lore.backends.local.archive import SessionArchive, slugify
+from lore.backends.local.archive import SessionArchive
 from lore.events import Event
 from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.closing import close_session, session_archive
+from lore.runtime import Runtime
+from lore.sessions.closing import close_session
+from lore.text import slugify
 
 TOOL_TURN: list[Message] = [
     {"role": "user", "content": "What's the weather in Hualien?", "author": "john"},
@@ -28,7 +29,7 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_archive_holds_every_message_exactly_after_a_metadata_line(lore: Lore) -> None:
+def test_archive_holds_every_message_exactly_after_a_metadata_line(lore: Runtime) -> None:
     session = lore.session("cli:default")
     session.append(TOOL_TURN)
     old_id = session.meta.session_id
@@ -54,7 +55,7 @@ def test_archive_holds_every_message_exactly_after_a_metadata_line(lore: Lore) -
     assert messages == TOOL_TURN  # tool calls and results included, byte for byte in JSON
 
 
-def test_archive_is_named_by_local_end_time_slug_and_short_id(lore: Lore) -> None:
+def test_archive_is_named_by_local_end_time_slug_and_short_id(lore: Runtime) -> None:
     session = lore.session("cli:default")
     session.append(TOOL_TURN)
     entry = close_session(lore, "cli:default")
@@ -64,7 +65,7 @@ def test_archive_is_named_by_local_end_time_slug_and_short_id(lore: Lore) -> Non
     assert entry.transcript_path == f"sessions/archive/{name}"
 
 
-def test_closing_starts_a_fresh_session_with_a_new_id(lore: Lore) -> None:
+def test_closing_starts_a_fresh_session_with_a_new_id(lore: Runtime) -> None:
     session = lore.session("cli:default")
     session.append(TOOL_TURN)
     old_id = session.meta.session_id
@@ -74,7 +75,7 @@ def test_closing_starts_a_fresh_session_with_a_new_id(lore: Lore) -> None:
     assert lore.session("cli:default").meta.session_id == session.meta.session_id
 
 
-def test_index_line_makes_the_session_discoverable(lore: Lore) -> None:
+def test_index_line_makes_the_session_discoverable(lore: Runtime) -> None:
     lore.session("cli:default").append(TOOL_TURN)
     entry = close_session(lore, "cli:default")
     assert entry is not None
@@ -83,36 +84,36 @@ def test_index_line_makes_the_session_discoverable(lore: Lore) -> None:
     assert line["session_id"] == entry.session_id
     assert line["transcript_path"] == entry.transcript_path
     assert line["message_count"] == 4
-    assert session_archive(lore).get(entry.session_id) == entry
+    assert lore.sessions.archive.get(entry.session_id) == entry
 
 
-async def test_new_command_archives_and_reports(lore: Lore, model: ScriptedProvider) -> None:
+async def test_new_command_archives_and_reports(lore: Runtime, model: ScriptedProvider) -> None:
     events: list[Event] = []
     conversation = lore.conversation("cli:default", emit=events.append)
     model.reply("Hi!")
-    await conversation.turn("hello")
+    await conversation.send("hello")
     old_id = conversation.session.meta.session_id
-    output = await conversation.command("/new")
+    output = (await conversation.send("/new")).text
     assert "New session started" in output and "sessions/archive/" in output
     assert conversation.session.meta.session_id != old_id
     assert conversation.session.messages == []
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.session_id == old_id and entry.message_count == 2
 
 
-async def test_new_on_an_empty_session_archives_nothing(lore: Lore) -> None:
+async def test_new_on_an_empty_session_archives_nothing(lore: Runtime) -> None:
     conversation = lore.conversation("cli:default", emit=lambda e: None)
-    assert await conversation.command("/new") == "New session started."
-    assert session_archive(lore).entries() == []
+    assert (await conversation.send("/new")).text == "New session started."
+    assert lore.sessions.archive.entries() == []
 
 
-def test_a_torn_index_line_is_skipped_then_cut_by_the_next_append(lore: Lore) -> None:
+def test_a_torn_index_line_is_skipped_then_cut_by_the_next_append(lore: Runtime) -> None:
     lore.session("cli:default").append(TOOL_TURN)
     first = close_session(lore, "cli:default")
     index = lore.config.sessions_dir / "_sessions.jsonl"
     with index.open("ab") as f:
         f.write(b'{"_type":"session","session_id":"dead')  # a crash mid-append
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     assert [e.session_id for e in archive.entries()] == [first.session_id if first else ""]
     lore.session("cli:default").append(TOOL_TURN)
     second = close_session(lore, "cli:default")
@@ -123,11 +124,11 @@ def test_a_torn_index_line_is_skipped_then_cut_by_the_next_append(lore: Lore) ->
     ]
 
 
-def test_link_summary_points_index_and_metadata_at_the_summary(lore: Lore) -> None:
+def test_link_summary_points_index_and_metadata_at_the_summary(lore: Runtime) -> None:
     lore.session("cli:default").append(TOOL_TURN)
     entry = close_session(lore, "cli:default")
     assert entry is not None
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     archive.link_summary(
         entry.session_id, "workspace/memory/2026-11-30-1700-weather.md", "weather", "written"
     )
@@ -142,12 +143,12 @@ def test_link_summary_points_index_and_metadata_at_the_summary(lore: Lore) -> No
     assert _lines(lore.config.home / entry.transcript_path)[1:] == TOOL_TURN
 
 
-def test_reading_an_archived_transcript_in_pages(lore: Lore) -> None:
+def test_reading_an_archived_transcript_in_pages(lore: Runtime) -> None:
     session = lore.session("cli:default")
     session.append([{"role": "user", "content": f"message {i}"} for i in range(25)])
     entry = close_session(lore, "cli:default")
     assert entry is not None
-    page, total = session_archive(lore).read_messages(entry, offset=10, limit=5)
+    page, total = lore.sessions.archive.read_messages(entry, offset=10, limit=5)
     assert total == 25
     assert [m["content"] for m in page] == [f"message {i}" for i in range(10, 15)]
 
@@ -162,7 +163,7 @@ def test_slugs_are_safe_ascii_kebab_file_names() -> None:
     assert len(slugify("word " * 50)) <= 48
 
 
-def test_chinese_and_russian_conversations_archive_intact(lore: Lore) -> None:
+def test_chinese_and_russian_conversations_archive_intact(lore: Runtime) -> None:
     chat = [
         {"role": "user", "content": "我下周去花莲"},
         {"role": "assistant", "content": "好的，祝旅途愉快"},

@@ -9,13 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from lore.app import Lore
-from lore.backends.local.files import try_lock
 from lore.backends.local.history import History
-from lore.backends.local.keys import key_to_filename
 from lore.clock import FixedClock
 from lore.config import Config, ConsolidationConfig, MemoryFlushConfig
 from lore.errors import ProviderServerError
+from lore.files import try_lock
+from lore.keys import key_to_filename
 from lore.llm.base import ChatRequest, Message
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.consolidation import (
@@ -24,6 +23,7 @@ from lore.memory.consolidation import (
     maybe_consolidate,
 )
 from lore.memory.flush import FLUSH_PROMPT
+from lore.runtime import Runtime, build
 from lore.search.sources import chunk_markdown
 from lore.sessions.closing import close_session
 
@@ -41,17 +41,19 @@ def _summariser(request: ChatRequest) -> Step | str:
 
 
 @pytest.fixture
-async def quiet(config: Config, clock: FixedClock) -> AsyncIterator[tuple[Lore, ScriptedProvider]]:
+async def quiet(
+    config: Config, clock: FixedClock
+) -> AsyncIterator[tuple[Runtime, ScriptedProvider]]:
     """A small-window runtime without the flush, for driving passes directly."""
     model = ScriptedProvider(context_window=2000)
-    runtime = Lore(
+    runtime = build(
         replace(config, memory_flush=MemoryFlushConfig(enabled=False)), provider=model, clock=clock
     )
     yield runtime, model
     await runtime.aclose()
 
 
-def _long_session(lore: Lore, turns: int = 12, key: str = KEY) -> list[Message]:
+def _long_session(lore: Runtime, turns: int = 12, key: str = KEY) -> list[Message]:
     session = lore.session(key)
     for i in range(turns):
         session.append(
@@ -64,7 +66,7 @@ def _long_session(lore: Lore, turns: int = 12, key: str = KEY) -> list[Message]:
 
 
 async def test_a_long_conversation_consolidates_at_user_turns_within_budget(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.context_window = 3000
     model.default = _summariser
@@ -72,7 +74,7 @@ async def test_a_long_conversation_consolidates_at_user_turns_within_budget(
     said = [f"message {i}: " + "word " * 40 for i in range(40)]
     cuts: set[int] = set()
     for text in said:
-        await conversation.turn(text)
+        await conversation.send(text)
         await lore.background.drain()
         session = lore.session(KEY)
         cut = session.meta.last_consolidated
@@ -97,19 +99,19 @@ async def test_a_long_conversation_consolidates_at_user_turns_within_budget(
 
 
 async def test_a_short_conversation_is_never_consolidated(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.default = _summariser
     conversation = lore.conversation(KEY, emit=lambda e: None)
     for i in range(3):
-        await conversation.turn(f"hello {i}")
+        await conversation.send(f"hello {i}")
     await lore.background.drain()
     assert all(r.system.startswith("# Lore") for r in model.requests)
     assert lore.session(KEY).meta.last_consolidated == 0
 
 
 async def test_a_pass_summarises_the_oldest_whole_turns_into_history(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     messages = _long_session(lore)
@@ -127,7 +129,7 @@ async def test_a_pass_summarises_the_oldest_whole_turns_into_history(
 
 
 async def test_the_summariser_reads_the_users_local_time_not_utc(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet  # in Asia/Taipei: 23:30 UTC on Nov 30 is 07:30 on Dec 1
     session = lore.session(KEY)
@@ -149,7 +151,7 @@ async def test_the_summariser_reads_the_users_local_time_not_utc(
 
 
 async def test_a_failed_summary_leaves_a_bounded_raw_entry_and_moves_on(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     _long_session(lore)
@@ -168,7 +170,7 @@ async def test_a_failed_summary_leaves_a_bounded_raw_entry_and_moves_on(
     ids=["empty", "cut-off"],
 )
 async def test_an_empty_or_cut_off_summary_is_raw(
-    quiet: tuple[Lore, ScriptedProvider], step: Step
+    quiet: tuple[Runtime, ScriptedProvider], step: Step
 ) -> None:
     lore, model = quiet
     _long_session(lore)
@@ -178,7 +180,7 @@ async def test_an_empty_or_cut_off_summary_is_raw(
 
 
 async def test_repeated_failures_put_the_raw_messages_in_the_raw_archive(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     # Small passes, so the window stays over its threshold for several of them.
@@ -202,7 +204,7 @@ async def test_repeated_failures_put_the_raw_messages_in_the_raw_archive(
 
 
 async def test_a_groups_raw_archive_is_searchable_only_in_its_own_scope(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     group = "line:group:family"
@@ -218,7 +220,7 @@ async def test_a_groups_raw_archive_is_searchable_only_in_its_own_scope(
 
 
 async def test_a_session_closed_during_the_pass_keeps_its_fresh_window(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     _long_session(lore)
@@ -281,7 +283,7 @@ def test_consolidation_settings_have_the_documented_defaults() -> None:
 
 
 async def test_a_pass_already_running_elsewhere_is_not_repeated(
-    quiet: tuple[Lore, ScriptedProvider],
+    quiet: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = quiet
     _long_session(lore)
@@ -292,7 +294,7 @@ async def test_a_pass_already_running_elsewhere_is_not_repeated(
     assert model.requests == []
 
 
-def test_history_cursors_survive_a_crash_between_line_and_cursor_file(lore: Lore) -> None:
+def test_history_cursors_survive_a_crash_between_line_and_cursor_file(lore: Runtime) -> None:
     history = History(lore.workspace.memory_dir)
     now = lore.clock.now()
     assert history.append(KEY, "one", now=now).cursor == 1
@@ -305,7 +307,7 @@ def test_history_cursors_survive_a_crash_between_line_and_cursor_file(lore: Lore
     assert [e.content for e in history.entries()] == ["one", "two", "three"]
 
 
-def test_pending_history_is_read_from_the_end(lore: Lore) -> None:
+def test_pending_history_is_read_from_the_end(lore: Runtime) -> None:
     history = History(lore.workspace.memory_dir)
     now = lore.clock.now()
     for i in range(300):

@@ -8,38 +8,38 @@ from dataclasses import replace
 
 import pytest
 
-from lore.app import Lore
-from lore.backends.local.files import try_lock
 from lore.backends.local.history import History
-from lore.backends.local.workspace import template
+from lore.bus import Conversation
 from lore.config import DreamConfig
-from lore.core.conversation import Conversation
 from lore.errors import ProviderServerError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.dream import DREAM_PROMPT, dream_forever, run_dream
+from lore.ports.notes import template
+from lore.runtime import Runtime
 
 KEY = "cli:default"
 MOVED = "# Memory\n\n- John moved to Hualien in November 2026.\n"
 
 
-def _history(lore: Lore) -> History:
+def _history(lore: Runtime) -> History:
     return History(lore.workspace.memory_dir)
 
 
-def _note(lore: Lore, content: str, key: str = KEY) -> int:
+def _note(lore: Runtime, content: str, key: str = KEY) -> int:
     return _history(lore).append(key, content, now=lore.clock.now()).cursor
 
 
-def _cli(lore: Lore, key: str = KEY) -> Conversation:
+def _cli(lore: Runtime, key: str = KEY) -> Conversation:
     return lore.conversation(key, emit=lambda e: None)
 
 
-def _memory(lore: Lore) -> str:
+def _memory(lore: Runtime) -> str:
     return (lore.workspace.root / "MEMORY.md").read_text(encoding="utf-8")
 
 
-def _git(lore: Lore, *args: str) -> str:
+def _git(lore: Runtime, *args: str) -> str:
     done = subprocess.run(
         ["git", *args], cwd=lore.workspace.root, capture_output=True, text=True, check=True
     )
@@ -47,21 +47,21 @@ def _git(lore: Lore, *args: str) -> str:
 
 
 async def test_nothing_new_says_so_without_asking_the_model(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
-    output = await _cli(lore).command("/dream")
+    output = (await _cli(lore).send("/dream")).text
     assert output == "Nothing new for Dream since the last run."
     assert model.requests == []
 
 
 async def test_dream_edits_memory_and_commits_it_with_the_cursor(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "John said he moved to Hualien.")
     last = _note(lore, "John prefers short answers.")
     model.tool_call("write_file", {"path": "MEMORY.md", "content": MOVED})
     model.reply("Added the move to MEMORY.md.")
-    output = await _cli(lore).command("/dream")
+    output = (await _cli(lore).send("/dream")).text
     assert output.startswith("Dream read 2 history entries: MEMORY.md (version ")
     assert _memory(lore) == MOVED
     assert _history(lore).dream_cursor() == last
@@ -74,12 +74,12 @@ async def test_dream_edits_memory_and_commits_it_with_the_cursor(
     assert subject.startswith("dream: MEMORY.md +") and "(2 history entries)" in subject
     files = _git(lore, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(files) == ["MEMORY.md", "memory/.dream_cursor"]
-    log = await _cli(lore).command("/dream-log")
+    log = (await _cli(lore).send("/dream-log")).text
     assert "+- John moved to Hualien in November 2026." in log
 
 
 async def test_dream_with_edit_file_changes_one_passage(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     (lore.workspace.root / "USER.md").write_text("# User\n\nName: John\nCity: Taipei\n")
     _note(lore, "John moved from Taipei to Hualien.")
@@ -93,7 +93,7 @@ async def test_dream_with_edit_file_changes_one_passage(
 
 
 async def test_dream_may_not_touch_agents_md_or_anything_outside(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     agents = lore.workspace.root / "AGENTS.md"
     before = agents.read_text()
@@ -119,7 +119,7 @@ async def test_dream_may_not_touch_agents_md_or_anything_outside(
 
 
 async def test_a_curated_file_linked_outside_the_workspace_is_refused(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     memory = lore.workspace.root / "MEMORY.md"
     outside = lore.config.home / "outside.md"
@@ -134,13 +134,13 @@ async def test_a_curated_file_linked_outside_the_workspace_is_refused(
 
 
 async def test_a_failing_dream_leaves_its_cursor_and_the_files(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "John moved to Hualien.")
     before = _memory(lore)
     model.tool_call("write_file", {"path": "MEMORY.md", "content": MOVED})
     model.fail(ProviderServerError("down", status=503))
-    output = await _cli(lore).command("/dream")
+    output = (await _cli(lore).send("/dream")).text
     assert output.startswith("Dream failed, nothing changed")
     assert _memory(lore) == before
     assert _history(lore).dream_cursor() == 0
@@ -150,7 +150,7 @@ async def test_a_failing_dream_leaves_its_cursor_and_the_files(
 
 
 async def test_an_interrupted_dream_leaves_its_cursor_and_the_files(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "John moved to Hualien.")
     before = _memory(lore)
@@ -166,7 +166,7 @@ async def test_an_interrupted_dream_leaves_its_cursor_and_the_files(
     assert _history(lore).dream_cursor() == 0
 
 
-async def test_dream_stops_at_its_round_limit(lore: Lore, model: ScriptedProvider) -> None:
+async def test_dream_stops_at_its_round_limit(lore: Runtime, model: ScriptedProvider) -> None:
     lore.config = replace(lore.config, dream=DreamConfig(max_rounds=3))
     _note(lore, "a")
     for n in range(10):
@@ -176,7 +176,7 @@ async def test_dream_stops_at_its_round_limit(lore: Lore, model: ScriptedProvide
     assert len(model.requests) == 3 and _memory(lore) == "# Memory\n\n- v2\n"
 
 
-async def test_dream_stops_at_its_token_limit(lore: Lore, model: ScriptedProvider) -> None:
+async def test_dream_stops_at_its_token_limit(lore: Runtime, model: ScriptedProvider) -> None:
     lore.config = replace(lore.config, dream=DreamConfig(max_tokens=50))
     _note(lore, "a fairly long history entry " * 10)
     for n in range(5):
@@ -186,7 +186,7 @@ async def test_dream_stops_at_its_token_limit(lore: Lore, model: ScriptedProvide
 
 
 async def test_a_round_that_changes_nothing_ends_the_run(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "a")
     model.tool_call("write_file", {"path": "MEMORY.md", "content": MOVED})
@@ -197,7 +197,7 @@ async def test_a_round_that_changes_nothing_ends_the_run(
     assert _memory(lore) == MOVED
 
 
-async def test_other_scopes_never_feed_dream(lore: Lore, model: ScriptedProvider) -> None:
+async def test_other_scopes_never_feed_dream(lore: Runtime, model: ScriptedProvider) -> None:
     _note(lore, "The family group chose a restaurant.", key="line:group:C1")
     last = _note(lore, "John likes tea.")
     model.reply("no changes")
@@ -208,7 +208,7 @@ async def test_other_scopes_never_feed_dream(lore: Lore, model: ScriptedProvider
 
 
 async def test_dream_reads_history_in_the_users_local_time(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "John likes tea.")  # noted at 09:00 UTC, 17:00 in Asia/Taipei
     model.reply("no changes")
@@ -220,7 +220,7 @@ async def test_dream_reads_history_in_the_users_local_time(
 
 
 async def test_only_other_scopes_pending_is_nothing_new(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     last = _note(lore, "The family group chose a restaurant.", key="line:group:C1")
     result = await run_dream(lore)
@@ -229,7 +229,7 @@ async def test_only_other_scopes_pending_is_nothing_new(
 
 
 async def test_scopes_the_config_names_as_owners_feed_dream(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     lore.config = replace(lore.config, owner_scopes=("telegram:42",))
     _note(lore, "Sent from my phone: I like tea.", key="telegram:42")
@@ -238,24 +238,24 @@ async def test_scopes_the_config_names_as_owners_feed_dream(
     assert "I like tea." in model.requests[0].messages[0]["content"]
 
 
-async def test_other_conversations_cannot_run_dream(lore: Lore, model: ScriptedProvider) -> None:
+async def test_other_conversations_cannot_run_dream(lore: Runtime, model: ScriptedProvider) -> None:
     _note(lore, "a")
     for command in ("/dream", "/dream-log", "/dream-restore"):
-        output = await _cli(lore, "line:group:C1").command(command)
+        output = (await _cli(lore, "line:group:C1").send(command)).text
         assert "belong to the owner's conversations" in output
     assert model.requests == []
 
 
-async def test_dream_restore_round_trips(lore: Lore, model: ScriptedProvider) -> None:
+async def test_dream_restore_round_trips(lore: Runtime, model: ScriptedProvider) -> None:
     original = _memory(lore)
     _note(lore, "John moved to Hualien.")
     model.tool_call("write_file", {"path": "MEMORY.md", "content": MOVED}).reply("done")
     first = await run_dream(lore)
     assert first.sha is not None
     cursor = _history(lore).dream_cursor()
-    listing = await _cli(lore).command("/dream-restore")
+    listing = (await _cli(lore).send("/dream-restore")).text
     assert first.sha[:8] in listing and "dream: MEMORY.md" in listing
-    output = await _cli(lore).command(f"/dream-restore {first.sha[:8]}")
+    output = (await _cli(lore).send(f"/dream-restore {first.sha[:8]}")).text
     assert output.startswith(f"Undid {first.sha[:8]}")
     assert _memory(lore) == original
     assert _history(lore).dream_cursor() == cursor  # the entries stay consumed
@@ -263,19 +263,19 @@ async def test_dream_restore_round_trips(lore: Lore, model: ScriptedProvider) ->
     assert _git(lore, "log", "-1", "--format=%s").startswith(
         f"dream-restore: revert {first.sha[:8]}"
     )
-    assert "-- John moved to Hualien" in await _cli(lore).command(f"/dream-log {restore_sha}")
-    await _cli(lore).command(f"/dream-restore {restore_sha}")
+    assert "-- John moved to Hualien" in (await _cli(lore).send(f"/dream-log {restore_sha}")).text
+    await _cli(lore).send(f"/dream-restore {restore_sha}")
     assert _memory(lore) == MOVED
 
 
-async def test_restoring_an_unknown_version_is_a_clear_error(lore: Lore) -> None:
-    _git_init = await _cli(lore).command("/dream-restore deadbeef")
+async def test_restoring_an_unknown_version_is_a_clear_error(lore: Runtime) -> None:
+    _git_init = (await _cli(lore).send("/dream-restore deadbeef")).text
     assert "no version deadbeef" in _git_init
-    assert "is not a commit id" in await _cli(lore).command("/dream-restore --help")
+    assert "is not a commit id" in (await _cli(lore).send("/dream-restore --help")).text
 
 
 async def test_edits_made_by_hand_are_committed_apart_from_dream(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "a")
     model.reply("no changes")
@@ -299,7 +299,7 @@ async def test_edits_made_by_hand_are_committed_apart_from_dream(
 
 
 async def test_a_workspace_inside_another_repository_is_not_versioned(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _git(lore, "init", "--quiet", str(lore.config.home))
     _note(lore, "John moved to Hualien.")
@@ -307,11 +307,11 @@ async def test_a_workspace_inside_another_repository_is_not_versioned(
     result = await run_dream(lore)
     assert result.status == "done" and result.sha is None and _memory(lore) == MOVED
     assert not (lore.workspace.root / ".git").exists()
-    assert "no version history" in await _cli(lore).command("/dream-log")
+    assert "no version history" in (await _cli(lore).send("/dream-log")).text
 
 
 async def test_the_template_memory_file_is_versioned_from_the_first_run(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "a")
     model.tool_call("write_file", {"path": "MEMORY.md", "content": MOVED}).reply("done")
@@ -319,7 +319,7 @@ async def test_the_template_memory_file_is_versioned_from_the_first_run(
     assert _git(lore, "show", "HEAD~1:MEMORY.md") == template("MEMORY.md")
 
 
-async def test_serve_dreams_on_a_schedule(lore: Lore, model: ScriptedProvider) -> None:
+async def test_serve_dreams_on_a_schedule(lore: Runtime, model: ScriptedProvider) -> None:
     last = _note(lore, "a")
     model.default = Step(text="no changes")
     task = asyncio.create_task(dream_forever(lore, interval=3600))
@@ -334,7 +334,7 @@ async def test_serve_dreams_on_a_schedule(lore: Lore, model: ScriptedProvider) -
 
 
 async def test_every_run_leaves_the_versioned_files_committed(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "Nothing worth keeping.")
     model.reply("no changes")
@@ -342,15 +342,17 @@ async def test_every_run_leaves_the_versioned_files_committed(
     assert result.status == "done" and result.sha is None
     tracked = ["SOUL.md", "USER.md", "MEMORY.md", "memory/.dream_cursor"]
     assert _git(lore, "status", "--porcelain", "--", *tracked) == ""
-    assert "no version" not in await _cli(lore).command("/dream-restore")
-    assert await _cli(lore).command("/dream-log") == "Dream has not changed any file yet."
+    assert "no version" not in (await _cli(lore).send("/dream-restore")).text
+    assert (await _cli(lore).send("/dream-log")).text == "Dream has not changed any file yet."
 
 
 async def test_a_second_dream_at_the_same_time_is_refused(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     _note(lore, "a")
     with try_lock(lore.workspace.memory_dir / ".dream.lock") as free:
         assert free
-        assert await _cli(lore).command("/dream") == "Dream is already running on this workspace"
+        assert (
+            await _cli(lore).send("/dream")
+        ).text == "Dream is already running on this workspace"
     assert model.requests == []

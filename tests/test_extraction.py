@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.errors import ProviderServerError
@@ -18,15 +17,16 @@ from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT, ExtractionRejected, parse_ops
 from lore.ports.memories import Source
+from lore.runtime import Runtime, build
 
 
 @pytest.fixture
-async def lore(home: Path, model: ScriptedProvider, clock: FixedClock) -> Lore:
+async def lore(home: Path, model: ScriptedProvider, clock: FixedClock) -> Runtime:
     config = load_config(
         env={"LORE_HOME": str(home), "USER": "john"},
         flags={"model": "scripted", "timezone": "Asia/Taipei"},
     )
-    runtime = Lore(config, provider=model, clock=clock)
+    runtime = build(config, provider=model, clock=clock)
     yield runtime  # type: ignore[misc]
     await runtime.aclose()
 
@@ -47,7 +47,7 @@ class Script:
         return self.chat.pop(0)
 
 
-def _snapshot(lore: Lore) -> list[tuple[object, ...]]:
+def _snapshot(lore: Runtime) -> list[tuple[object, ...]]:
     """Everything memory-related in the database, to prove 'exactly as before'."""
     conn = lore.db.conn
     rows = [tuple(r) for r in conn.execute("SELECT * FROM memories ORDER BY id")]
@@ -55,7 +55,7 @@ def _snapshot(lore: Lore) -> list[tuple[object, ...]]:
     return rows
 
 
-def _seed(lore: Lore) -> int:
+def _seed(lore: Runtime) -> int:
     memory, _ = lore.memory.remember(
         "cli:default",
         "John lives in Hualien",
@@ -68,17 +68,17 @@ def _seed(lore: Lore) -> int:
     return memory.id
 
 
-async def _turn(lore: Lore, script: Script, user: str, extraction: str | Step) -> list[Event]:
+async def _turn(lore: Runtime, script: Script, user: str, extraction: str | Step) -> list[Event]:
     events: list[Event] = []
     script.chat.append(Step(text="ok"))
     script.extraction.append(extraction if isinstance(extraction, Step) else Step(text=extraction))
-    await lore.conversation("cli:default", emit=events.append).turn(user)
+    await lore.conversation("cli:default", emit=events.append).send(user)
     await lore.background.drain()
     return events
 
 
 async def test_add_records_the_source_message_and_notifies(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     events = await _turn(
@@ -100,7 +100,7 @@ async def test_add_records_the_source_message_and_notifies(
 
 
 async def test_extraction_sees_the_exchange_and_candidates_with_ids(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     seeded = _seed(lore)
@@ -112,7 +112,7 @@ async def test_extraction_sees_the_exchange_and_candidates_with_ids(
 
 
 async def test_a_memory_cannot_close_the_memories_tag_of_the_extraction_prompt(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     lore.memory.remember(
@@ -129,7 +129,7 @@ async def test_a_memory_cannot_close_the_memories_tag_of_the_extraction_prompt(
 
 
 async def test_an_op_on_a_memory_already_gone_is_dropped_and_the_rest_applied(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     seeded = _seed(lore)
@@ -146,7 +146,7 @@ async def test_an_op_on_a_memory_already_gone_is_dropped_and_the_rest_applied(
 
 
 async def test_too_many_keywords_from_the_model_are_trimmed_not_the_fact_lost(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     keywords = [f"word{n}" for n in range(40)] + ["x" * 80]
@@ -157,7 +157,7 @@ async def test_too_many_keywords_from_the_model_are_trimmed_not_the_fact_lost(
     assert memory.keywords == tuple(keywords[:20])
 
 
-async def test_update_supersedes_and_keeps_history(lore: Lore, model: ScriptedProvider) -> None:
+async def test_update_supersedes_and_keeps_history(lore: Runtime, model: ScriptedProvider) -> None:
     script = Script(model)
     old = _seed(lore)
     events = await _turn(
@@ -195,7 +195,7 @@ async def test_update_supersedes_and_keeps_history(lore: Lore, model: ScriptedPr
     ],
 )
 async def test_invalid_replies_leave_the_store_exactly_as_before(
-    lore: Lore, model: ScriptedProvider, reply: str
+    lore: Runtime, model: ScriptedProvider, reply: str
 ) -> None:
     script = Script(model)
     _seed(lore)
@@ -206,7 +206,7 @@ async def test_invalid_replies_leave_the_store_exactly_as_before(
 
 
 async def test_prose_or_code_fence_around_valid_json_is_still_read(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     await _turn(
@@ -223,7 +223,7 @@ async def test_prose_or_code_fence_around_valid_json_is_still_read(
 
 
 async def test_oversize_or_secret_content_is_dropped_and_the_rest_applied(
-    lore: Lore, model: ScriptedProvider, caplog: pytest.LogCaptureFixture
+    lore: Runtime, model: ScriptedProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
     script = Script(model)
     ops = [
@@ -239,7 +239,7 @@ async def test_oversize_or_secret_content_is_dropped_and_the_rest_applied(
 
 
 async def test_oversize_alone_leaves_the_store_as_before(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     _seed(lore)
@@ -249,7 +249,7 @@ async def test_oversize_alone_leaves_the_store_as_before(
 
 
 async def test_a_failing_extraction_model_is_retried_once_and_never_touches_the_chat(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     script.extraction.append(Step(error=ProviderServerError("down", status=503)))
@@ -262,10 +262,12 @@ async def test_a_failing_extraction_model_is_retried_once_and_never_touches_the_
     assert not any(isinstance(e, Notice) and e.level == "warning" for e in events)
 
 
-async def test_cancelled_turn_triggers_no_extraction(lore: Lore, model: ScriptedProvider) -> None:
+async def test_cancelled_turn_triggers_no_extraction(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
     script = Script(model)
     script.chat.append(Step(text="slow", delay=30))
-    task = asyncio.create_task(lore.conversation("cli:default", emit=lambda e: None).turn("hi"))
+    task = asyncio.create_task(lore.conversation("cli:default", emit=lambda e: None).send("hi"))
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -275,15 +277,15 @@ async def test_cancelled_turn_triggers_no_extraction(lore: Lore, model: Scripted
 
 
 async def test_slow_extraction_delays_neither_the_reply_nor_the_next_turn(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     script = Script(model)
     script.extraction.append(Step(text="[]", delay=2.0))
     script.chat += [Step(text="one"), Step(text="two")]
     conversation = lore.conversation("cli:default", emit=lambda e: None)
     started = time.monotonic()
-    await conversation.turn("first")
-    await conversation.turn("second")
+    await conversation.send("first")
+    await conversation.send("second")
     assert time.monotonic() - started < 1.0
     assert lore.background.pending >= 1
     await lore.background.drain()
@@ -295,10 +297,10 @@ async def test_extraction_can_be_turned_off(
     config = load_config(
         env={"LORE_HOME": str(home)}, flags={"model": "scripted", "extraction.enabled": False}
     )
-    runtime = Lore(config, provider=model, clock=clock)
+    runtime = build(config, provider=model, clock=clock)
     script = Script(model)
     script.chat.append(Step(text="ok"))
-    await runtime.conversation("cli:default", emit=lambda e: None).turn("I love jazz")
+    await runtime.conversation("cli:default", emit=lambda e: None).send("I love jazz")
     await runtime.aclose()
     assert script.extraction_requests == []
 

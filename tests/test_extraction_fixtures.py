@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.base import ChatRequest, Provider
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT
+from lore.runtime import build
 from tests.conftest import ORIGINAL_ENV
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "extraction").glob("*.json"))
@@ -55,10 +55,10 @@ def _scripted(fixture: dict[str, Any]) -> ScriptedProvider:
 
 
 async def _run(config: Config, chat: Provider, fixture: dict[str, Any]) -> list[str]:
-    lore = Lore(config, provider=chat, clock=FixedClock(datetime(2026, 11, 30, 9, tzinfo=UTC)))
+    lore = build(config, provider=chat, clock=FixedClock(datetime(2026, 11, 30, 9, tzinfo=UTC)))
     conversation = lore.conversation("cli:default", emit=lambda event: None)
     for turn in fixture["turns"]:
-        result = await conversation.turn(turn["user"])
+        result = (await conversation.send(turn["user"])).result
         assert result is not None
         await lore.background.drain()  # deterministic: each turn's notes before the next
     contents = [m.content for m in lore.memory.active("cli:default", now=lore.clock.now())]

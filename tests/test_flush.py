@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.history import History
 from lore.clock import FixedClock
 from lore.config import Config, MemoryFlushConfig
@@ -16,20 +15,23 @@ from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.consolidation import CONSOLIDATION_PROMPT, maybe_consolidate
 from lore.memory.flush import FLUSH_PROMPT
+from lore.runtime import Runtime, build
 from lore.search.sources import chunk_markdown
 
 KEY = "cli:default"
 
 
 @pytest.fixture
-async def small(config: Config, clock: FixedClock) -> AsyncIterator[tuple[Lore, ScriptedProvider]]:
+async def small(
+    config: Config, clock: FixedClock
+) -> AsyncIterator[tuple[Runtime, ScriptedProvider]]:
     model = ScriptedProvider(context_window=2000)
-    runtime = Lore(config, provider=model, clock=clock)
+    runtime = build(config, provider=model, clock=clock)
     yield runtime, model
     await runtime.aclose()
 
 
-def _fill(lore: Lore, key: str = KEY) -> None:
+def _fill(lore: Runtime, key: str = KEY) -> None:
     session = lore.session(key)
     for i in range(12):
         session.append(
@@ -51,12 +53,12 @@ def _fill(lore: Lore, key: str = KEY) -> None:
         )
 
 
-def _daily(lore: Lore) -> str:
+def _daily(lore: Runtime) -> str:
     return (lore.workspace.memory_dir / "2026-11-30.md").read_text(encoding="utf-8")
 
 
 async def test_durable_notes_go_to_the_daily_file_before_the_summary(
-    small: tuple[Lore, ScriptedProvider],
+    small: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = small
     _fill(lore)
@@ -74,7 +76,7 @@ async def test_durable_notes_go_to_the_daily_file_before_the_summary(
 
 
 async def test_a_second_flush_appends_under_its_own_heading(
-    small: tuple[Lore, ScriptedProvider], clock: FixedClock
+    small: tuple[Runtime, ScriptedProvider], clock: FixedClock
 ) -> None:
     lore, model = small
     _fill(lore)
@@ -91,7 +93,7 @@ async def test_a_second_flush_appends_under_its_own_heading(
 
 
 async def test_a_groups_notes_stay_in_the_groups_scope_whatever_headings_the_model_writes(
-    small: tuple[Lore, ScriptedProvider],
+    small: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = small
     group = "line:group:family"
@@ -103,7 +105,7 @@ async def test_a_groups_notes_stay_in_the_groups_scope_whatever_headings_the_mod
     assert {chunk.scope for chunk in chunks} == {group}
 
 
-async def test_nothing_durable_writes_no_note(small: tuple[Lore, ScriptedProvider]) -> None:
+async def test_nothing_durable_writes_no_note(small: tuple[Runtime, ScriptedProvider]) -> None:
     lore, model = small
     _fill(lore)
     model.reply("NONE").reply("summary")
@@ -112,7 +114,7 @@ async def test_nothing_durable_writes_no_note(small: tuple[Lore, ScriptedProvide
 
 
 async def test_a_failed_flush_does_not_stop_consolidation(
-    small: tuple[Lore, ScriptedProvider],
+    small: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = small
     _fill(lore)
@@ -122,7 +124,7 @@ async def test_a_failed_flush_does_not_stop_consolidation(
     assert [e.content for e in History(lore.workspace.memory_dir).entries()] == ["summary"]
 
 
-async def test_the_flush_can_be_turned_off(small: tuple[Lore, ScriptedProvider]) -> None:
+async def test_the_flush_can_be_turned_off(small: tuple[Runtime, ScriptedProvider]) -> None:
     lore, model = small
     lore.config = replace(lore.config, memory_flush=MemoryFlushConfig(enabled=False))
     _fill(lore)
@@ -136,7 +138,7 @@ def test_the_flush_is_on_by_default(config: Config) -> None:
 
 
 async def test_no_flush_when_the_window_is_not_under_pressure(
-    small: tuple[Lore, ScriptedProvider],
+    small: tuple[Runtime, ScriptedProvider],
 ) -> None:
     lore, model = small
     lore.session(KEY).append([{"role": "user", "content": "hi"}])

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from lore.app import Lore
 from lore.clock import FixedClock
 from lore.config import ConsolidationConfig
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.session_summary import SUMMARY_PROMPT
-from lore.sessions.closing import close_idle_sessions, close_if_idle, session_archive
+from lore.runtime import Runtime
+from lore.sessions.closing import close_idle_sessions, close_if_idle
 
 KEY = "cli:default"
 
 
-def _talk(lore: Lore, key: str = KEY, *said: str) -> str:
+def _talk(lore: Runtime, key: str = KEY, *said: str) -> str:
     """A session whose last activity is the clock's now; returns its id."""
     session = lore.session(key)
     stamp = lore.clock.now().isoformat(timespec="seconds")
@@ -44,7 +44,7 @@ def _summary_reply(model: ScriptedProvider) -> None:
 
 
 async def test_a_session_idle_past_the_limit_is_closed(
-    lore: Lore, model: ScriptedProvider, clock: FixedClock
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     old_id = _talk(lore)
     clock.advance(minutes=31)
@@ -55,11 +55,11 @@ async def test_a_session_idle_past_the_limit_is_closed(
     fresh = lore.session(KEY)
     assert fresh.messages == [] and fresh.meta.session_id != old_id
     assert fresh.meta.extra["previous_session_id"] == old_id
-    (archived,) = session_archive(lore).entries()
+    (archived,) = lore.sessions.archive.entries()
     assert archived.summary == "written"
 
 
-async def test_a_recent_session_stays_open(lore: Lore, clock: FixedClock) -> None:
+async def test_a_recent_session_stays_open(lore: Runtime, clock: FixedClock) -> None:
     old_id = _talk(lore)
     clock.advance(minutes=29)
     assert await close_if_idle(lore, KEY) is None
@@ -67,7 +67,7 @@ async def test_a_recent_session_stays_open(lore: Lore, clock: FixedClock) -> Non
 
 
 async def test_the_idle_limit_is_configurable(
-    lore: Lore, model: ScriptedProvider, clock: FixedClock
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     lore.config = replace(lore.config, consolidation=ConsolidationConfig(idle_minutes=5))
     _talk(lore, KEY, "one")
@@ -79,16 +79,16 @@ async def test_the_idle_limit_is_configurable(
     assert await close_if_idle(lore, KEY) is None  # 0 turns idle close off
 
 
-async def test_an_empty_session_is_left_alone(lore: Lore, clock: FixedClock) -> None:
+async def test_an_empty_session_is_left_alone(lore: Runtime, clock: FixedClock) -> None:
     lore.session(KEY)
     clock.advance(hours=5)
     assert await close_if_idle(lore, KEY) is None
     assert await close_if_idle(lore, "never:seen") is None
-    assert session_archive(lore).entries() == []
+    assert lore.sessions.archive.entries() == []
 
 
 async def test_serve_closes_every_idle_session(
-    lore: Lore, model: ScriptedProvider, clock: FixedClock
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     model.default = Step(text="{}")  # unusable summaries: raw digests, not under test here
     idle_cli = _talk(lore, KEY)
@@ -102,7 +102,7 @@ async def test_serve_closes_every_idle_session(
 
 
 async def test_after_an_idle_close_the_next_turn_sees_the_archived_summary(
-    lore: Lore, model: ScriptedProvider, clock: FixedClock
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     _talk(lore)
     clock.advance(hours=2)
@@ -110,27 +110,27 @@ async def test_after_an_idle_close_the_next_turn_sees_the_archived_summary(
     await close_if_idle(lore, KEY)
     await lore.background.drain()
     model.reply("Yes, on Friday.")
-    await lore.conversation(KEY, emit=lambda e: None).turn("Am I still going?")
+    await lore.conversation(KEY, emit=lambda e: None).send("Am I still going?")
     system = model.requests[-1].system
     assert "# Archived Context Summary" in system
     assert "John goes to Hualien on Friday; the train is not booked yet." in system
 
 
 async def test_an_explicit_new_does_not_carry_the_summary_over(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = lore.conversation(KEY, emit=lambda e: None)
     _talk(lore)
     _summary_reply(model)
-    await conversation.command("/new")
+    await conversation.send("/new")
     await lore.background.drain()
     model.reply("Hello.")
-    await conversation.turn("hi")
+    await conversation.send("hi")
     assert "Archived Context Summary" not in model.requests[-1].system
 
 
 async def test_the_first_turn_after_an_idle_close_knows_where_the_past_is(
-    lore: Lore, model: ScriptedProvider, clock: FixedClock
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     # `lore chat -m` closes the idle session and runs the turn while the summary is written.
     old_id = _talk(lore)
@@ -143,7 +143,7 @@ async def test_the_first_turn_after_an_idle_close_knows_where_the_past_is(
 
     model.respond_with(answer).respond_with(answer)
     await close_if_idle(lore, KEY)
-    await lore.conversation(KEY, emit=lambda e: None).turn("What did we decide?")
+    await lore.conversation(KEY, emit=lambda e: None).send("What did we decide?")
     system = next(r.system for r in model.requests if r.system.startswith("# Lore"))
     assert "# Archived Context Summary" in system
     assert f'session_history(session_id="{old_id}")' in system

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.archive import SessionArchive
-from lore.backends.local.live import SessionMeta
 from lore.backends.local.search_index import Entry
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.sessions import SessionMeta
+from lore.runtime import Runtime, build
 from lore.search import searcher
 from lore.search.rebuild import rebuild
 from lore.search.sources import NOTES_SCOPE, chunk_markdown
@@ -44,13 +44,13 @@ Planned the Kyoto trip: flights booked, ryokan still open.
 
 
 @pytest.fixture
-def runtime(config: Config, clock: FixedClock) -> Iterator[Lore]:
-    lore = Lore(config, provider=ScriptedProvider(), clock=clock)
+def runtime(config: Config, clock: FixedClock) -> Iterator[Runtime]:
+    lore = build(config, provider=ScriptedProvider(), clock=clock)
     yield lore
     lore.db.close()
 
 
-def texts(lore: Lore, query: str, scope: str) -> list[str]:
+def texts(lore: Runtime, query: str, scope: str) -> list[str]:
     return [hit.entry.text for hit in searcher(lore).search(query, scope, mode="text")]
 
 
@@ -104,7 +104,7 @@ def test_a_session_summary_belongs_to_its_session_whatever_its_headings_say() ->
     assert {c.scope for c in chunk_markdown(summary)} == {"telegram:55"}
 
 
-def test_memory_md_belongs_to_the_owner_whatever_its_headings_say(runtime: Lore) -> None:
+def test_memory_md_belongs_to_the_owner_whatever_its_headings_say(runtime: Runtime) -> None:
     (runtime.workspace.root / "MEMORY.md").write_text(
         "# Memory\n\n## 21:40 · telegram:99\n\nThe safe code is in the blue folder.\n",
         encoding="utf-8",
@@ -117,7 +117,7 @@ def test_memory_md_belongs_to_the_owner_whatever_its_headings_say(runtime: Lore)
 def test_notes_indexed_by_an_earlier_lore_are_read_again_with_the_current_rules(
     config: Config, clock: FixedClock
 ) -> None:
-    first = Lore(config, provider=ScriptedProvider(), clock=clock)
+    first = build(config, provider=ScriptedProvider(), clock=clock)
     note = first.workspace.memory_dir / "2026-11-29.md"
     note.write_text(
         "# 2026-11-29\n\n## 21:40 · telegram:alice\n\n## Plans\n\n- Alice buys the cake\n",
@@ -134,14 +134,14 @@ def test_notes_indexed_by_an_earlier_lore_are_read_again_with_the_current_rules(
     first.db.conn.execute("PRAGMA user_version = 3")
     first.db.close()
 
-    upgraded = Lore(config, provider=ScriptedProvider(), clock=clock)
+    upgraded = build(config, provider=ScriptedProvider(), clock=clock)
 
     assert texts(upgraded, "cake", "cli:default") == []
     assert texts(upgraded, "cake", "telegram:alice") == ["- Alice buys the cake"]
     upgraded.db.close()
 
 
-def test_notes_are_searched_only_from_their_scope(runtime: Lore) -> None:
+def test_notes_are_searched_only_from_their_scope(runtime: Runtime) -> None:
     memory_dir = runtime.workspace.memory_dir
     (memory_dir / "2026-11-29.md").write_text(DAILY, encoding="utf-8")
 
@@ -152,7 +152,7 @@ def test_notes_are_searched_only_from_their_scope(runtime: Lore) -> None:
     assert texts(runtime, "Postgres", "line:group:family") == []
 
 
-def test_a_note_edited_by_hand_is_indexed_again_and_a_deleted_one_leaves(runtime: Lore) -> None:
+def test_a_note_edited_by_hand_is_indexed_again_and_a_deleted_one_leaves(runtime: Runtime) -> None:
     path = runtime.workspace.root / "MEMORY.md"
     path.write_text("# Memory\n\nPrefers window seats.\n", encoding="utf-8")
     search = searcher(runtime)
@@ -168,7 +168,7 @@ def test_a_note_edited_by_hand_is_indexed_again_and_a_deleted_one_leaves(runtime
     assert texts(runtime, "seats", "cli:default") == []
 
 
-def test_an_unchanged_file_is_not_indexed_again(runtime: Lore) -> None:
+def test_an_unchanged_file_is_not_indexed_again(runtime: Runtime) -> None:
     note = runtime.workspace.memory_dir / "2026-11-29.md"
     note.write_text(DAILY, encoding="utf-8")
     search = searcher(runtime)
@@ -182,14 +182,14 @@ def test_an_unchanged_file_is_not_indexed_again(runtime: Lore) -> None:
     assert [tuple(r) for r in after] == [tuple(r) for r in before]
 
 
-def test_the_template_memory_md_is_not_indexed(runtime: Lore) -> None:
+def test_the_template_memory_md_is_not_indexed(runtime: Runtime) -> None:
     runtime.workspace.ensure()  # writes the template
     searcher(runtime).refresh(files=True)
 
     assert searcher(runtime).index.stats().entries["note"] == 0
 
 
-def fill(lore: Lore) -> None:
+def fill(lore: Runtime) -> None:
     now = lore.clock.now()
     lore.memory.remember(
         "cli:default", "John's bike is a blue Brompton", author="john", via="cli", now=now
@@ -213,7 +213,7 @@ def fill(lore: Lore) -> None:
     archive.append_index(entry)
 
 
-def test_rebuild_recreates_the_index_from_memories_notes_and_archive(runtime: Lore) -> None:
+def test_rebuild_recreates_the_index_from_memories_notes_and_archive(runtime: Runtime) -> None:
     fill(runtime)
     searcher(runtime).refresh(files=True)
     runtime.db.conn.execute("DELETE FROM search_fts")  # a damaged index
@@ -243,7 +243,7 @@ def run_cli(args: list[str]) -> int:
 
 
 def test_lore_index_rebuild_and_stats(
-    runtime: Lore, config: Config, capsys: pytest.CaptureFixture[str]
+    runtime: Runtime, config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fill(runtime)
     runtime.memory.remember(

@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from lore.backends.local.keys import key_to_filename
 from lore.backends.local.live import META_WIDTH, LiveSession
+from lore.keys import key_to_filename
 
 
 def test_new_session_file_starts_with_metadata_line(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.memory.block import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
@@ -18,6 +18,7 @@ from lore.memory.block import (
     MemoryBlock,
     render_memory_block,
 )
+from lore.ports.memories import MemoryStore
 from lore.text import display_width
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -28,7 +29,7 @@ HOME = "cli:default"
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
     db = Database(tmp_path / "lore.db")
-    yield MemoryStore(db)
+    yield SQLiteMemoryStore(db)
     db.close()
 
 

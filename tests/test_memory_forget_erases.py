@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
+from lore.ports.memories import MemoryStore
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
@@ -77,7 +78,7 @@ def fill(store: MemoryStore, count: int, start: int) -> None:
 
 
 def test_forget_leaves_no_trace_of_any_version_in_the_database_files(db: Database) -> None:
-    store = MemoryStore(db)
+    store = SQLiteMemoryStore(db)
     fill(store, 150, 0)
     old, _ = store.remember(HOME, OLD, keywords=[KEYWORD], author="john", via="tool", now=NOW)
     fill(store, 150, 150)
@@ -94,7 +95,7 @@ def test_forget_leaves_no_trace_of_any_version_in_the_database_files(db: Databas
 
 
 def test_the_fts_shadow_tables_and_the_audit_hold_no_text_after_forget(db: Database) -> None:
-    store = MemoryStore(db)
+    store = SQLiteMemoryStore(db)
     memory, _ = store.remember(HOME, NEW, keywords=[KEYWORD], author="john", via="tool", now=NOW)
     store.forget(HOME, memory.id, by="john", via="cli", now=NOW)
     conn = db.conn
@@ -112,7 +113,7 @@ def test_the_fts_shadow_tables_and_the_audit_hold_no_text_after_forget(db: Datab
 
 
 def test_forget_inside_an_outer_transaction_erases_once_it_commits(db: Database) -> None:
-    store = MemoryStore(db)
+    store = SQLiteMemoryStore(db)
     memory, _ = store.remember(HOME, NEW, keywords=[KEYWORD], author="john", via="tool", now=NOW)
     with db.atomic():
         store.forget(HOME, memory.id, by="john", via="tool", now=NOW)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.errors import InvalidInputError, NotFoundError
 from lore.memory.block import render_memory_block
 from lore.ports.memories import KINDS
@@ -49,7 +49,7 @@ class ScopeIsolation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.db = Database(":memory:")
-        self.store = MemoryStore(self.db)
+        self.store = SQLiteMemoryStore(self.db)
         self.now = START
         self.owner: dict[int, str] = {}  # every id ever created -> its scope
         self.active: dict[int, str] = {}  # active id -> its text

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
+from lore.ports.memories import MemoryStore
 from lore.text import display_width, index_terms, match_expression, stem_russian
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -29,7 +30,7 @@ KOREAN = "저는 아침마다 커피를 마셔요"
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MemoryStore]:
     db = Database(tmp_path / "lore.db")
-    memories = MemoryStore(db)
+    memories = SQLiteMemoryStore(db)
     for text, keywords in [
         (COFFEE, ["提神", "caffeine"]),
         (MEETING, []),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from lore.backends.local.database import Database
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.errors import InvalidInputError, NotFoundError
-from lore.ports.memories import Source
+from lore.ports.memories import MemoryStore, Source
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
@@ -27,7 +27,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 @pytest.fixture
 def store(db: Database) -> MemoryStore:
-    return MemoryStore(db)
+    return SQLiteMemoryStore(db)
 
 
 def note(store: MemoryStore, content: str, scope: str = HOME, **kw: object) -> int:
@@ -288,7 +288,7 @@ def test_export_then_import_into_a_new_database_round_trips_exactly(
     lines = store.export(HOME)
     assert len(lines) == 2 and all(json.loads(line)["author"] == "john" for line in lines)
 
-    other = MemoryStore(Database(tmp_path / "other.db"))
+    other = SQLiteMemoryStore(Database(tmp_path / "other.db"))
     result = other.import_(HOME, lines, by="mary", via="cli", now=NOW)
     assert len(result.added) == 2
     assert other.export(HOME) == lines

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from lore.app import Lore
 from lore.core.tools import ToolContext, ToolResult
 from lore.llm.base import ToolCall
 from lore.memory.block import MemoryBlock, render_memory_block
+from lore.runtime import Runtime
 
 HOME = "cli:default"
 
 
-def context(lore: Lore, scope: str = HOME, author: str = "John") -> ToolContext:
+def context(lore: Runtime, scope: str = HOME, author: str = "John") -> ToolContext:
     """The context a turn gives its tools, with this turn's block already shown."""
     ctx = ToolContext(
         scope=scope,
@@ -33,7 +33,7 @@ def context(lore: Lore, scope: str = HOME, author: str = "John") -> ToolContext:
     return ctx
 
 
-def next_block(lore: Lore, scope: str = HOME) -> MemoryBlock:
+def next_block(lore: Runtime, scope: str = HOME) -> MemoryBlock:
     return render_memory_block(
         lore.memory,
         scope,
@@ -43,11 +43,11 @@ def next_block(lore: Lore, scope: str = HOME) -> MemoryBlock:
     )
 
 
-async def call(lore: Lore, ctx: ToolContext, name: str, **args: Any) -> ToolResult:
+async def call(lore: Runtime, ctx: ToolContext, name: str, **args: Any) -> ToolResult:
     return await lore.tools.call(ToolCall("call-1", name, json.dumps(args)), ctx)
 
 
-def test_the_tools_are_remember_and_forget_with_their_contract(lore: Lore) -> None:
+def test_the_tools_are_remember_and_forget_with_their_contract(lore: Runtime) -> None:
     specs = {spec.name: spec for spec in lore.tools.specs()}
     remember, forget = specs["remember"], specs["forget"]
     assert set(remember.parameters["properties"]) == {"content", "kind", "keywords"}
@@ -64,7 +64,7 @@ def test_the_descriptions_fence_memories_from_reminders_and_corrections() -> Non
     assert "Never guess an id" in ForgetTool.description
 
 
-async def test_a_remembered_fact_is_in_the_next_block_with_its_id(lore: Lore) -> None:
+async def test_a_remembered_fact_is_in_the_next_block_with_its_id(lore: Runtime) -> None:
     ctx = context(lore)
     result = await call(lore, ctx, "remember", content="John lives in Hualien", kind="profile")
     assert not result.is_error
@@ -75,7 +75,7 @@ async def test_a_remembered_fact_is_in_the_next_block_with_its_id(lore: Lore) ->
 
 
 async def test_remember_tells_the_user_and_allows_a_correction_in_the_same_turn(
-    lore: Lore,
+    lore: Runtime,
 ) -> None:
     ctx = context(lore)
     await call(lore, ctx, "remember", content="John lives in Taipei")
@@ -86,7 +86,7 @@ async def test_remember_tells_the_user_and_allows_a_correction_in_the_same_turn(
     assert ctx.notices[-1] == f"forgot #{memory.id}"
 
 
-async def test_forget_removes_it_from_the_next_block_the_list_and_search(lore: Lore) -> None:
+async def test_forget_removes_it_from_the_next_block_the_list_and_search(lore: Runtime) -> None:
     memory, _ = lore.memory.remember(
         HOME, "我每天早上喝美式咖啡", author="John", via="tool", now=lore.clock.now()
     )
@@ -102,13 +102,13 @@ async def test_forget_removes_it_from_the_next_block_the_list_and_search(lore: L
 
 
 @pytest.mark.parametrize("spelled", ["#{id}", "{id}"])
-async def test_forget_accepts_the_id_as_written_in_the_block(lore: Lore, spelled: str) -> None:
+async def test_forget_accepts_the_id_as_written_in_the_block(lore: Runtime, spelled: str) -> None:
     memory, _ = lore.memory.remember(HOME, "x", author="John", via="tool", now=lore.clock.now())
     result = await call(lore, context(lore), "forget", id=spelled.format(id=memory.id))
     assert not result.is_error
 
 
-async def test_forget_of_an_id_not_in_the_block_changes_nothing(lore: Lore) -> None:
+async def test_forget_of_an_id_not_in_the_block_changes_nothing(lore: Runtime) -> None:
     ctx = context(lore)  # the block was rendered before this memory existed
     memory, _ = lore.memory.remember(HOME, "x", author="John", via="cli", now=lore.clock.now())
     result = await call(lore, ctx, "forget", id=memory.id)
@@ -118,7 +118,7 @@ async def test_forget_of_an_id_not_in_the_block_changes_nothing(lore: Lore) -> N
     assert ctx.notices == []
 
 
-async def test_forget_of_another_scopes_memory_changes_nothing(lore: Lore) -> None:
+async def test_forget_of_another_scopes_memory_changes_nothing(lore: Runtime) -> None:
     theirs, _ = lore.memory.remember(
         "line:group:family", "Mom lands Thursday", author="Mary", via="tool", now=lore.clock.now()
     )
@@ -130,19 +130,19 @@ async def test_forget_of_another_scopes_memory_changes_nothing(lore: Lore) -> No
 
 
 @pytest.mark.parametrize("bad", [True, "twelve", -3, None, [1], "²"])
-async def test_forget_with_a_malformed_id_is_a_clear_error(lore: Lore, bad: object) -> None:
+async def test_forget_with_a_malformed_id_is_a_clear_error(lore: Runtime, bad: object) -> None:
     result = await call(lore, context(lore), "forget", id=bad)
     assert result.is_error and "'id' must be a memory id" in result.content
 
 
-async def test_content_over_500_characters_is_refused_with_the_reason(lore: Lore) -> None:
+async def test_content_over_500_characters_is_refused_with_the_reason(lore: Runtime) -> None:
     ctx = context(lore)
     result = await call(lore, ctx, "remember", content="x" * 501)
     assert result.is_error and "at most 500 characters" in result.content
     assert lore.memory.active(HOME, now=lore.clock.now()) == [] and ctx.notices == []
 
 
-async def test_an_exact_duplicate_returns_the_existing_id(lore: Lore) -> None:
+async def test_an_exact_duplicate_returns_the_existing_id(lore: Runtime) -> None:
     ctx = context(lore)
     await call(lore, ctx, "remember", content="I drink tea")
     again = await call(lore, ctx, "remember", content="I drink tea")
@@ -151,14 +151,14 @@ async def test_an_exact_duplicate_returns_the_existing_id(lore: Lore) -> None:
     assert len(ctx.notices) == 1
 
 
-async def test_a_secret_is_refused_with_an_explanation(lore: Lore) -> None:
+async def test_a_secret_is_refused_with_an_explanation(lore: Runtime) -> None:
     result = await call(lore, context(lore), "remember", content="my wifi password is Tr0ub4dor")
     assert result.is_error
     assert "looks like a password" in result.content and "Tr0ub4dor" not in result.content
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
-async def test_keywords_from_the_model_make_the_memory_findable(lore: Lore) -> None:
+async def test_keywords_from_the_model_make_the_memory_findable(lore: Runtime) -> None:
     await call(
         lore,
         context(lore),
@@ -172,12 +172,12 @@ async def test_keywords_from_the_model_make_the_memory_findable(lore: Lore) -> N
     ]
 
 
-async def test_an_unknown_kind_is_refused(lore: Lore) -> None:
+async def test_an_unknown_kind_is_refused(lore: Runtime) -> None:
     result = await call(lore, context(lore), "remember", content="x", kind="Very Important!")
     assert result.is_error and "kind must be one short word" in result.content
 
 
-async def test_in_a_group_anyone_can_forget_what_anyone_noted(lore: Lore) -> None:
+async def test_in_a_group_anyone_can_forget_what_anyone_noted(lore: Runtime) -> None:
     group = "line:group:family"
     mary = context(lore, group, author="Mary")
     await call(lore, mary, "remember", content="Mom's flight lands Thursday 3 PM")
@@ -192,38 +192,38 @@ async def test_in_a_group_anyone_can_forget_what_anyone_noted(lore: Lore) -> Non
 # -- slash commands -------------------------------------------------------------------------
 
 
-async def test_slash_remember_works_without_the_model(lore: Lore) -> None:
+async def test_slash_remember_works_without_the_model(lore: Runtime) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None, author="John")
-    reply = await conversation.command("/remember I prefer window seats")
+    reply = (await conversation.send("/remember I prefer window seats")).text
     (memory,) = lore.memory.active(HOME, now=lore.clock.now())
     assert reply == f"Noted #{memory.id}: I prefer window seats"
     assert lore.memory.history(HOME, memory.id)[0].via == "command"
 
 
-async def test_slash_memory_shows_the_block_as_the_model_sees_it(lore: Lore) -> None:
+async def test_slash_memory_shows_the_block_as_the_model_sees_it(lore: Runtime) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None)
-    await conversation.command("/remember I prefer window seats")
-    shown = await conversation.command("/memory")
+    await conversation.send("/remember I prefer window seats")
+    shown = (await conversation.send("/memory")).text
     assert shown.startswith(next_block(lore).text + "\n\nRecent changes:\n")
     assert "noted #1 by john (with a slash command)" in shown
 
 
-async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Lore) -> None:
+async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Runtime) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None)
-    await conversation.command("/remember I prefer window seats")
+    await conversation.send("/remember I prefer window seats")
     (memory,) = lore.memory.active(HOME, now=lore.clock.now())
-    assert await conversation.command("/forget 999") == (
+    assert (await conversation.send("/forget 999")).text == (
         "Nothing forgotten: there is no memory #999 in this conversation"
     )
     for bad in ("abc", "²"):  # "²".isdigit() is true, yet int() refuses it
-        assert await conversation.command(f"/forget {bad}") == (
+        assert (await conversation.send(f"/forget {bad}")).text == (
             "Usage: /forget ID (the number after # in /memory)"
         )
-    assert await conversation.command(f"/forget #{memory.id}") == f"Forgot #{memory.id}."
+    assert (await conversation.send(f"/forget #{memory.id}")).text == f"Forgot #{memory.id}."
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
-async def test_slash_remember_refuses_oversize_text_with_the_reason(lore: Lore) -> None:
+async def test_slash_remember_refuses_oversize_text_with_the_reason(lore: Runtime) -> None:
     conversation = lore.conversation(HOME, emit=lambda event: None)
-    reply = await conversation.command("/remember " + "x" * 501)
+    reply = (await conversation.send("/remember " + "x" * 501)).text
     assert reply.startswith("Not remembered: a memory is at most 500 characters")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lore.backends.local.database import Database, migrations
-from lore.backends.local.memories import MemoryStore
+from lore.backends.local.memories import SQLiteMemoryStore
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 LATEST = max(number for number, _, _ in migrations())
@@ -35,15 +35,17 @@ def test_an_old_version_0_database_is_upgraded_and_keeps_its_data(tmp_path: Path
     db = Database(path)
     assert db.schema_version == LATEST
     assert db.conn.execute("SELECT body FROM notes").fetchone()[0] == "kept"
-    memory, _ = MemoryStore(db).remember("cli:default", "咖啡", author="john", via="cli", now=NOW)
-    assert MemoryStore(db).search("cli:default", "咖啡", now=NOW) == [memory]
+    memory, _ = SQLiteMemoryStore(db).remember(
+        "cli:default", "咖啡", author="john", via="cli", now=NOW
+    )
+    assert SQLiteMemoryStore(db).search("cli:default", "咖啡", now=NOW) == [memory]
     db.close()
 
 
 def test_opening_a_current_database_again_changes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "lore.db"
     first = Database(path)
-    MemoryStore(first).remember(
+    SQLiteMemoryStore(first).remember(
         "cli:default", "John lives in Hualien", author="john", via="cli", now=NOW
     )
     first.close()
@@ -51,7 +53,7 @@ def test_opening_a_current_database_again_changes_nothing(tmp_path: Path) -> Non
 
     again = Database(path)
     assert again.schema_version == LATEST
-    assert [m.content for m in MemoryStore(again).active("cli:default", now=NOW)] == [
+    assert [m.content for m in SQLiteMemoryStore(again).active("cli:default", now=NOW)] == [
         "John lives in Hualien"
     ]
     again.close()

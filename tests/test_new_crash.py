@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
+from lore.backends.local.sessions import STEPS
 from lore.llm.base import Message
-from lore.sessions.closing import STEPS, close_if_idle, close_session, recover_interrupted
-from lore.sessions.closing import session_archive as archive_of
+from lore.runtime import Runtime
+from lore.sessions.closing import close_if_idle, close_session, recover_interrupted
 
 KEY = "cli:default"
 MESSAGES: list[Message] = [
@@ -50,14 +50,14 @@ def _crash_at(step: str):  # type: ignore[no-untyped-def]
     return fault
 
 
-def _index_lines(lore: Lore) -> list[dict[str, object]]:
+def _index_lines(lore: Runtime) -> list[dict[str, object]]:
     index = lore.config.sessions_dir / "_sessions.jsonl"
     if not index.exists():
         return []
     return [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines()]
 
 
-def _archived_messages(lore: Lore) -> list[Message]:
+def _archived_messages(lore: Runtime) -> list[Message]:
     found: list[Message] = []
     for path in (lore.config.sessions_dir / "archive").glob("*.jsonl"):
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -65,16 +65,16 @@ def _archived_messages(lore: Lore) -> list[Message]:
     return found
 
 
-def _assert_nothing_lost(lore: Lore) -> None:
+def _assert_nothing_lost(lore: Runtime) -> None:
     live = lore.session(KEY).messages
     archived = _archived_messages(lore)
     for message in MESSAGES:
         assert message in live or message in archived, message
 
 
-def _assert_healed(lore: Lore, old_id: str) -> None:
+def _assert_healed(lore: Runtime, old_id: str) -> None:
     """After recovery and (if needed) a second /new: one archive, one fresh session."""
-    archive = archive_of(lore)
+    archive = lore.sessions.archive
     if lore.session(KEY).meta.session_id == old_id:
         close_session(lore, KEY)
     (entry,) = archive.entries()
@@ -89,7 +89,7 @@ def _assert_healed(lore: Lore, old_id: str) -> None:
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_an_exception_at_any_step_loses_nothing_and_heals(lore: Lore, step: str) -> None:
+def test_an_exception_at_any_step_loses_nothing_and_heals(lore: Runtime, step: str) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
     old_id = session.meta.session_id
@@ -105,7 +105,7 @@ def test_an_exception_at_any_step_loses_nothing_and_heals(lore: Lore, step: str)
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from lore.app import Lore
+    from lore.runtime import Runtime, build
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
     from lore.sessions.closing import close_session
@@ -118,14 +118,14 @@ _CHILD = textwrap.dedent(
 
     config = load_config(env={"LORE_HOME": home, "USER": "john"},
                          flags={"model": "scripted", "timezone": "Asia/Taipei"})
-    close_session(Lore(config, provider=ScriptedProvider()), "cli:default", fault=fault)
+    close_session(build(config, provider=ScriptedProvider()), "cli:default", fault=fault)
     """
 )
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_process_killed_at_any_step_loses_nothing_and_heals(
-    lore: Lore, home: Path, step: str
+    lore: Runtime, home: Path, step: str
 ) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
@@ -146,7 +146,7 @@ def test_a_process_killed_at_any_step_loses_nothing_and_heals(
     _assert_healed(lore, old_id)
 
 
-def test_a_crash_after_indexing_is_finished_at_the_next_start(lore: Lore) -> None:
+def test_a_crash_after_indexing_is_finished_at_the_next_start(lore: Runtime) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
     old_id = session.meta.session_id
@@ -159,7 +159,7 @@ def test_a_crash_after_indexing_is_finished_at_the_next_start(lore: Lore) -> Non
     assert lore.session(KEY).meta.session_id != old_id
 
 
-def test_messages_added_after_a_crash_are_archived_by_the_next_close(lore: Lore) -> None:
+def test_messages_added_after_a_crash_are_archived_by_the_next_close(lore: Runtime) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
     old_id = session.meta.session_id
@@ -170,12 +170,12 @@ def test_messages_added_after_a_crash_are_archived_by_the_next_close(lore: Lore)
     recover_interrupted(lore, min_age=0)  # the orphan archive belongs to the live session: kept
     entry = close_session(lore, KEY)
     assert entry is not None and entry.session_id == old_id
-    messages, _ = archive_of(lore).read_messages(entry)
+    messages, _ = lore.sessions.archive.read_messages(entry)
     assert messages == [*MESSAGES, later]
     assert len(list((lore.config.sessions_dir / "archive").glob("*.jsonl"))) == 1
 
 
-def test_an_archive_whose_session_moved_on_is_indexed_by_recovery(lore: Lore) -> None:
+def test_an_archive_whose_session_moved_on_is_indexed_by_recovery(lore: Runtime) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
     old_id = session.meta.session_id
@@ -183,12 +183,12 @@ def test_an_archive_whose_session_moved_on_is_indexed_by_recovery(lore: Lore) ->
         close_session(lore, KEY, fault=_crash_at("archive_written"))
     lore.session(KEY).reset()  # e.g. the live file was lost: the archive is the only copy
     recover_interrupted(lore, min_age=0)
-    (entry,) = archive_of(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.session_id == old_id
-    assert archive_of(lore).read_messages(entry)[0] == MESSAGES
+    assert lore.sessions.archive.read_messages(entry)[0] == MESSAGES
 
 
-async def test_chat_start_recovers_before_checking_idleness(lore: Lore) -> None:
+async def test_chat_start_recovers_before_checking_idleness(lore: Runtime) -> None:
     session = lore.session(KEY)
     session.append(MESSAGES)
     old_id = session.meta.session_id
@@ -203,7 +203,7 @@ async def test_chat_start_recovers_before_checking_idleness(lore: Lore) -> None:
     assert list((lore.config.sessions_dir / "archive").glob(".*.tmp")) == []
 
 
-def test_recovery_leaves_a_close_in_progress_alone(lore: Lore) -> None:
+def test_recovery_leaves_a_close_in_progress_alone(lore: Runtime) -> None:
     in_progress = lore.config.sessions_dir / "archive" / ".2026-11-30-1700-x--abcd1234.jsonl.tmp"
     in_progress.parent.mkdir(parents=True)
     in_progress.write_text("{")

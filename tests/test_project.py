@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.history import History
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.dream import DREAM_PROMPT, run_dream
+from lore.runtime import Runtime
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def _contents(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def personal(lore: Lore) -> Lore:
+def personal(lore: Runtime) -> Runtime:
     root = lore.workspace.root
     (root / "AGENTS.md").write_text("Workspace rule: be chatty.\n", encoding="utf-8")
     (root / "SOUL.md").write_text("Workspace soul: warm and playful.\n", encoding="utf-8")
@@ -37,10 +37,10 @@ def personal(lore: Lore) -> Lore:
 
 
 async def test_project_bootstrap_files_replace_the_workspaces(
-    personal: Lore, model: ScriptedProvider, project: Path
+    personal: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     model.reply("ok")
-    await personal.conversation("cli:default", emit=lambda e: None, project=project).turn("hi")
+    await personal.conversation("cli:default", emit=lambda e: None, project=project).send("hi")
     system = model.requests[0].system
     assert "## AGENTS.md\n\nRun `make test` before every commit." in system
     assert "## SOUL.md\n\nIn this project you are terse." in system
@@ -50,43 +50,43 @@ async def test_project_bootstrap_files_replace_the_workspaces(
 
 
 async def test_without_a_project_the_workspace_files_apply(
-    personal: Lore, model: ScriptedProvider
+    personal: Runtime, model: ScriptedProvider
 ) -> None:
     model.reply("ok")
-    await personal.conversation("cli:default", emit=lambda e: None).turn("hi")
+    await personal.conversation("cli:default", emit=lambda e: None).send("hi")
     system = model.requests[0].system
     assert "Workspace soul: warm and playful." in system and "# Project" not in system
 
 
 async def test_a_project_soul_md_linking_outside_is_not_read(
-    personal: Lore, model: ScriptedProvider, project: Path, tmp_path: Path
+    personal: Runtime, model: ScriptedProvider, project: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "private.txt").write_text("my bank PIN\n")
     (project / "SOUL.md").unlink()
     (project / "SOUL.md").symlink_to(tmp_path / "private.txt")
     model.reply("ok")
-    await personal.conversation("cli:default", emit=lambda e: None, project=project).turn("hi")
+    await personal.conversation("cli:default", emit=lambda e: None, project=project).send("hi")
     assert "bank PIN" not in model.requests[0].system
 
 
 async def test_the_session_records_the_project(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     model.reply("ok")
-    await lore.conversation("cli:default", emit=lambda e: None, project=project).turn("hi")
+    await lore.conversation("cli:default", emit=lambda e: None, project=project).send("hi")
     assert lore.session("cli:default").meta.extra["project"] == str(project)
 
 
 async def test_file_tools_work_in_the_project(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     model.tool_call("read_file", {"path": "README.md"}).reply("It is a shop.")
-    await lore.conversation("cli:default", emit=lambda e: None, project=project).turn("read it")
+    await lore.conversation("cli:default", emit=lambda e: None, project=project).send("read it")
     assert model.requests[1].messages[-1]["content"] == "README.md · lines 1-1 of 1\n# Shop"
 
 
 async def test_dream_never_edits_project_files(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     History(lore.workspace.memory_dir).append(
         "cli:default", "In the shop project John decided to use Postgres.", now=lore.clock.now()

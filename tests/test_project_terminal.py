@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,13 @@ def _env(home: Path, server: FakeOpenAI) -> dict[str, str]:
         PROMPT_TOOLKIT_NO_CPR="1",
     )
     return env
+
+
+def _shown(text: str) -> str:
+    """A pattern for `text` as the terminal draws it: streamed pieces may have escape
+    sequences (colour, cursor moves) between them."""
+    gap = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\r|\n)*"
+    return gap.join(re.escape(char) for char in text)
 
 
 def _lore(home: Path, server: FakeOpenAI, *args: str) -> pexpect.spawn:  # type: ignore[name-defined]
@@ -75,7 +83,7 @@ def test_read_runs_write_asks_and_yes_applies_it(
     assert (project / "TODO.md").read_text() == "- buy seeds\n"  # nothing before the answer
     chat.sendline("y")
     chat.expect("approved")
-    chat.expect("Added a line to TODO.md.")
+    chat.expect(_shown("Added a line to TODO.md."))
     chat.expect("›")
     chat.sendcontrol("d")
     chat.expect(pexpect.EOF)
@@ -109,7 +117,7 @@ def test_answering_no_leaves_the_file_alone(home: Path, server: FakeOpenAI, tmp_
     chat.expect(r"Allow\? \[y/N\]")
     chat.sendline("n")
     chat.expect("declined")
-    chat.expect("Understood, I left it.")
+    chat.expect(_shown("Understood, I left it."))
     chat.expect("›")
     chat.sendcontrol("d")
     chat.expect(pexpect.EOF)

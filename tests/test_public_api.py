@@ -8,10 +8,11 @@ import lore
 def test_public_names_are_pinned() -> None:
     assert sorted(lore.__all__) == [
         "Config",
-        "Lore",
         "LoreError",
+        "Runtime",
         "ScriptedProvider",
         "__version__",
+        "build",
         "load_config",
     ]
 
@@ -19,5 +20,6 @@ def test_public_names_are_pinned() -> None:
 def test_every_public_name_resolves() -> None:
     for name in lore.__all__:
         assert getattr(lore, name) is not None
-    assert lore.Lore.__module__ == "lore.app"
+    assert lore.Runtime.__module__ == "lore.runtime"
+    assert lore.build.__module__ == "lore.runtime"
     assert issubclass(lore.LoreError, Exception)

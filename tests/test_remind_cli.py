@@ -11,7 +11,7 @@ import pytest
 
 from lore.backends.local.database import Database
 from lore.backends.local.live import LiveSession
-from lore.backends.local.reminders import ReminderStore
+from lore.backends.local.reminders import SQLiteReminderStore
 from lore.cli import main
 
 
@@ -122,7 +122,7 @@ def test_serve_once_delivers_what_fell_due_into_the_session(
 ) -> None:
     now = datetime.now(UTC)
     db = Database(home / "lore.db")
-    store = ReminderStore(db)
+    store = SQLiteReminderStore(db)
     store.add("cli:default", "john", "water the plants", now - timedelta(minutes=5),
               timezone="Asia/Taipei", now=now - timedelta(minutes=10))  # fmt: skip
     db.close()
@@ -151,8 +151,9 @@ def test_a_delivery_line_that_cannot_be_printed_does_not_deliver_the_reminder_ag
 
     now = datetime.now(UTC)
     db = Database(home / "lore.db")
-    ReminderStore(db).add("cli:default", "john", "water the plants", now - timedelta(minutes=5),
-                          timezone="Asia/Taipei", now=now - timedelta(minutes=10))  # fmt: skip
+    SQLiteReminderStore(db).add("cli:default", "john", "water the plants",
+                                now - timedelta(minutes=5), timezone="Asia/Taipei",
+                                now=now - timedelta(minutes=10))  # fmt: skip
     db.close()
     with monkeypatch.context() as patch:
         patch.setattr("sys.stdout", ClosedPipe())

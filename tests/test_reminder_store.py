@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from lore.backends.local.database import Database, migrations
-from lore.backends.local.reminders import ReminderStore
+from lore.backends.local.reminders import SQLiteReminderStore
 from lore.errors import InvalidInputError, NotFoundError
+from lore.ports.reminders import ReminderStore
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -24,7 +25,7 @@ def db(tmp_path: Path) -> Database:
 
 @pytest.fixture
 def store(db: Database) -> ReminderStore:
-    return ReminderStore(db)
+    return SQLiteReminderStore(db)
 
 
 def add(store: ReminderStore, text: str = "take out the trash", *, scope: str = "cli:default",
@@ -142,21 +143,24 @@ def test_claiming_a_recurring_reminder_moves_it_to_its_next_occurrence(
     assert (stored.status, stored.due_at) == ("pending", NOW + timedelta(minutes=15))
 
 
-def test_release_undoes_a_claim_for_a_retry(store: ReminderStore) -> None:
-    reminder_id = add(store)
-    [due] = store.claim_due(NOW + timedelta(minutes=10))
-    assert store.release(due)
-    stored = store.get("cli:default", reminder_id)
-    assert (stored.status, stored.delivery_count) == ("pending", 0)
-    assert [d.id for d in store.claim_due(NOW + timedelta(minutes=10))] == [reminder_id]
-
-
-def test_release_does_not_revive_a_reminder_cancelled_meanwhile(store: ReminderStore) -> None:
+def test_a_claim_moves_each_occurrence_into_the_outbox_once(store: ReminderStore) -> None:
     reminder_id = add(store, recurrence="every 1h")
-    [due] = store.claim_due(NOW + timedelta(minutes=10))
+    store.claim_due(NOW + timedelta(minutes=10))
+    store.claim_due(NOW + timedelta(minutes=10))  # nothing due any more: nothing added
+    [item] = store.outbox.items("cli:default")
+    assert item.kind == "reminder" and item.payload["reminder_id"] == reminder_id
+    assert item.key == f"reminder:{reminder_id}:{int((NOW + timedelta(minutes=10)).timestamp())}"
+    assert item.status == "pending"
+
+
+def test_a_cancel_after_the_claim_does_not_take_back_what_is_in_the_outbox(
+    store: ReminderStore,
+) -> None:
+    reminder_id = add(store, recurrence="every 1h")
+    store.claim_due(NOW + timedelta(minutes=10))
     store.cancel("cli:default", reminder_id, by="john", now=NOW + timedelta(minutes=10))
-    assert not store.release(due)
     assert store.get("cli:default", reminder_id).status == "cancelled"
+    assert [i.status for i in store.outbox.items("cli:default")] == ["pending"]
 
 
 def test_claims_are_limited_and_oldest_first(store: ReminderStore) -> None:
@@ -189,7 +193,7 @@ def test_a_database_from_before_reminders_gains_the_table(tmp_path: Path) -> Non
     db = Database(path)
     try:
         assert db.schema_version >= 2
-        store = ReminderStore(db)
+        store = SQLiteReminderStore(db)
         assert store.list("cli:default") == []
         add(store)
         assert len(store.list("cli:default")) == 1

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from lore.app import Lore
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
-from lore.reminders.tools import make_tools
+from lore.reminders.feature import reminders_feature
+from lore.runtime import Runtime
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # Monday 17:00 in Taipei
 
@@ -24,16 +24,16 @@ def context(scope: str = "line:group:family", author: str = "john", **extra: Any
     return ToolContext(**values)
 
 
-async def call(lore: Lore, name: str, ctx: ToolContext | None = None, **args: Any) -> ToolResult:
-    registry = ToolRegistry(make_tools(lore))
+async def call(lore: Runtime, name: str, ctx: ToolContext | None = None, **args: Any) -> ToolResult:
+    registry = ToolRegistry(reminders_feature(lore).tools)
     return await registry.call(ToolCall("c1", name, json.dumps(args)), ctx or context())
 
 
-def stored(lore: Lore, scope: str = "line:group:family") -> list[str]:
+def stored(lore: Runtime, scope: str = "line:group:family") -> list[str]:
     return [r.text for r in lore.reminders.list(scope, include_done=True)]
 
 
-async def test_set_reminder_states_the_absolute_local_fire_time(lore: Lore) -> None:
+async def test_set_reminder_states_the_absolute_local_fire_time(lore: Runtime) -> None:
     result = await call(lore, "set_reminder", text="call mom", when="2026-12-01T09:00:00+08:00")
     assert not result.is_error
     assert result.content == ("Reminder #1 set for Tue 2026-12-01 09:00 (Asia/Taipei), in 16 h.")
@@ -50,35 +50,35 @@ async def test_set_reminder_states_the_absolute_local_fire_time(lore: Lore) -> N
     ],
 )
 async def test_set_reminder_reads_phrases_in_the_conversations_zone(
-    lore: Lore, when: str, fires: str
+    lore: Runtime, when: str, fires: str
 ) -> None:
     result = await call(lore, "set_reminder", text="x", when=when)
     assert f"set for {fires} (Asia/Taipei)" in result.content
 
 
-async def test_the_conversations_timezone_wins_over_the_configured_one(lore: Lore) -> None:
+async def test_the_conversations_timezone_wins_over_the_configured_one(lore: Runtime) -> None:
     ctx = context(timezone="Europe/Moscow")
     result = await call(lore, "set_reminder", ctx, text="x", when="tomorrow 9am")
     assert "set for Tue 2026-12-01 09:00 (Europe/Moscow)" in result.content
 
 
-async def test_a_recurring_reminder_says_how_it_repeats(lore: Lore) -> None:
+async def test_a_recurring_reminder_says_how_it_repeats(lore: Runtime) -> None:
     result = await call(lore, "set_reminder", text="pills", when="tomorrow 9am", recurrence="daily")
     assert result.content.endswith("then repeating daily 09:00.")
 
 
-async def test_a_recurrence_alone_fires_at_its_first_occurrence(lore: Lore) -> None:
+async def test_a_recurrence_alone_fires_at_its_first_occurrence(lore: Runtime) -> None:
     result = await call(lore, "set_reminder", text="stand up", recurrence="weekdays 10:00")
     assert "set for Tue 2026-12-01 10:00 (Asia/Taipei)" in result.content
 
 
-async def test_a_recurrence_sent_as_when_is_understood(lore: Lore) -> None:
+async def test_a_recurrence_sent_as_when_is_understood(lore: Runtime) -> None:
     result = await call(lore, "set_reminder", text="water", when="every 2h")
     assert not result.is_error
     assert "repeating every 2h" in result.content
 
 
-async def test_setting_a_reminder_leaves_a_notice_for_the_user(lore: Lore) -> None:
+async def test_setting_a_reminder_leaves_a_notice_for_the_user(lore: Runtime) -> None:
     ctx = context()
     await call(lore, "set_reminder", ctx, text="x", when="in 10 minutes")
     assert ctx.notices == ["⏰ reminder #1 set for Mon 2026-11-30 17:10 (Asia/Taipei)"]
@@ -98,7 +98,7 @@ async def test_setting_a_reminder_leaves_a_notice_for_the_user(lore: Lore) -> No
     ],
 )
 async def test_refused_reminders_give_the_model_a_reason_and_store_nothing(
-    lore: Lore, args: dict[str, Any], reason: str
+    lore: Runtime, args: dict[str, Any], reason: str
 ) -> None:
     result = await call(lore, "set_reminder", **args)
     assert result.is_error
@@ -107,7 +107,7 @@ async def test_refused_reminders_give_the_model_a_reason_and_store_nothing(
     assert stored(lore) == []
 
 
-async def test_list_reminders_shows_only_this_conversations_pending_ones(lore: Lore) -> None:
+async def test_list_reminders_shows_only_this_conversations_pending_ones(lore: Runtime) -> None:
     await call(lore, "set_reminder", text="ours", when="in 10 minutes", recurrence="every 1h")
     await call(lore, "set_reminder", context("telegram:1"), text="theirs", when="in 5 minutes")
     result = await call(lore, "list_reminders")
@@ -117,13 +117,13 @@ async def test_list_reminders_shows_only_this_conversations_pending_ones(lore: L
     )
 
 
-async def test_list_reminders_says_when_there_are_none(lore: Lore) -> None:
+async def test_list_reminders_says_when_there_are_none(lore: Runtime) -> None:
     assert (await call(lore, "list_reminders")).content == (
         "No pending reminders in this conversation."
     )
 
 
-async def test_cancel_reminder_cancels_by_id(lore: Lore) -> None:
+async def test_cancel_reminder_cancels_by_id(lore: Runtime) -> None:
     await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
     result = await call(lore, "cancel_reminder", id=1)
     assert result.content == "Cancelled reminder #1: call mom"
@@ -131,7 +131,7 @@ async def test_cancel_reminder_cancels_by_id(lore: Lore) -> None:
     assert not (await call(lore, "cancel_reminder", id="#1")).content.startswith("Cancelled")
 
 
-async def test_cancelling_another_conversations_reminder_changes_nothing(lore: Lore) -> None:
+async def test_cancelling_another_conversations_reminder_changes_nothing(lore: Runtime) -> None:
     await call(lore, "set_reminder", context("telegram:1"), text="theirs", when="in 5 minutes")
     result = await call(lore, "cancel_reminder", id=1)
     assert result.is_error
@@ -139,13 +139,15 @@ async def test_cancelling_another_conversations_reminder_changes_nothing(lore: L
     assert [r.status for r in lore.reminders.list("telegram:1")] == ["pending"]
 
 
-async def test_cancel_reminder_refuses_a_non_number(lore: Lore) -> None:
+async def test_cancel_reminder_refuses_a_non_number(lore: Runtime) -> None:
     result = await call(lore, "cancel_reminder", id="soon")
     assert result.is_error and "reminder number" in result.content
 
 
 @pytest.mark.parametrize("bad", [True, 1.5, 10**30, "1e3"])
-async def test_cancel_reminder_refuses_what_is_not_a_reminder_number(lore: Lore, bad: Any) -> None:
+async def test_cancel_reminder_refuses_what_is_not_a_reminder_number(
+    lore: Runtime, bad: Any
+) -> None:
     await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
 
     result = await call(lore, "cancel_reminder", id=bad)
@@ -154,8 +156,8 @@ async def test_cancel_reminder_refuses_what_is_not_a_reminder_number(lore: Lore,
     assert [r.status for r in lore.reminders.list("line:group:family")] == ["pending"]
 
 
-def test_descriptions_fence_reminders_from_memories(lore: Lore) -> None:
-    tools = {tool.name: tool for tool in make_tools(lore)}
+def test_descriptions_fence_reminders_from_memories(lore: Runtime) -> None:
+    tools = {tool.name: tool for tool in reminders_feature(lore).tools}
     assert set(tools) == {"set_reminder", "list_reminders", "cancel_reminder"}
     assert "never remember" in tools["set_reminder"].description
     assert "lasting fact" in tools["set_reminder"].description
@@ -163,11 +165,11 @@ def test_descriptions_fence_reminders_from_memories(lore: Lore) -> None:
     assert tools["set_reminder"].parameters["required"] == ["text"]
 
 
-async def test_the_runtime_offers_the_reminder_tools(lore: Lore) -> None:
+async def test_the_runtime_offers_the_reminder_tools(lore: Runtime) -> None:
     assert {"set_reminder", "list_reminders", "cancel_reminder"} <= set(lore.tools.names())
 
 
-async def test_a_reminder_set_by_the_tool_fires_at_the_stated_time(lore: Lore) -> None:
+async def test_a_reminder_set_by_the_tool_fires_at_the_stated_time(lore: Runtime) -> None:
     await call(lore, "set_reminder", text="x", when="2026-12-01T09:00:00+08:00")
     fire = datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
     assert lore.reminders.claim_due(fire - timedelta(seconds=1)) == []

@@ -10,14 +10,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.database import Database
-from lore.backends.local.reminders import DueReminder, ReminderStore
+from lore.backends.local.reminders import SQLiteReminderStore
+from lore.backends.local.sessions import LocalSessions
 from lore.clock import FixedClock
 from lore.events import Event, ReminderDue
+from lore.ports.reminders import ReminderStore
 from lore.reminders import create_reminder
-from lore.reminders.delivery import deliver_to_session, format_reminder, session_delivery
+from lore.reminders.delivery import Delivery, format_reminder, session_delivery
 from lore.reminders.scheduler import Scheduler
+from lore.runtime import Runtime
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # 17:00 in Taipei
 TAIPEI = ZoneInfo("Asia/Taipei")
@@ -28,11 +30,11 @@ class Inbox:
     """A delivery target that records what it was given (a boundary fake, not a mock)."""
 
     def __init__(self) -> None:
-        self.received: list[DueReminder] = []
+        self.received: list[Delivery] = []
         self.fail_next = 0
         self.arrived = asyncio.Event()
 
-    async def __call__(self, due: DueReminder) -> None:
+    async def __call__(self, due: Delivery) -> None:
         if self.fail_next:
             self.fail_next -= 1
             raise OSError("channel unavailable")
@@ -52,7 +54,7 @@ def db_path(tmp_path: Path) -> Path:
 @pytest.fixture
 def store(db_path: Path) -> ReminderStore:
     db = Database(db_path)
-    yield ReminderStore(db)  # type: ignore[misc]
+    yield SQLiteReminderStore(db)  # type: ignore[misc]
     db.close()
 
 
@@ -126,9 +128,7 @@ async def test_a_recurring_reminder_does_not_drift_when_delivered_late(
     for day in range(3):
         # Each run happens 40 s after the due time; the schedule stays on 09:00.
         await scheduler.run_once(first + timedelta(days=day, seconds=40))
-    fired = [
-        d.reminder.due_at.astimezone(TAIPEI).strftime("%m-%d %H:%M:%S") for d in inbox.received
-    ]
+    fired = [d.due_at.astimezone(TAIPEI).strftime("%m-%d %H:%M:%S") for d in inbox.received]
     assert fired == ["12-01 09:00:00", "12-02 09:00:00", "12-03 09:00:00"]
     assert store.get("line:group:family", reminder_id).local_due == first + timedelta(days=3)
 
@@ -161,7 +161,7 @@ async def test_spring_forward_fires_a_skipped_time_at_the_end_of_the_gap(
     remind(store, "tomorrow 2:30am", recurrence="daily 02:30", now=saturday, zone=NEW_YORK)
     for moment in ("2026-03-08T03:00-04:00", "2026-03-09T02:30-04:00"):
         await scheduler.run_once(datetime.fromisoformat(moment))
-    local = [d.reminder.due_at.astimezone(NEW_YORK).isoformat() for d in inbox.received]
+    local = [d.due_at.astimezone(NEW_YORK).isoformat() for d in inbox.received]
     assert local == ["2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"]
     assert not any(d.late for d in inbox.received)
 
@@ -194,7 +194,7 @@ def test_two_schedulers_on_one_database_deliver_each_reminder_exactly_once(
     def run(slot: int) -> None:
         db = Database(db_path)  # a second, real connection to the same file
         inbox = Inbox()
-        scheduler = Scheduler(ReminderStore(db), FixedClock(NOW), inbox, batch=5)
+        scheduler = Scheduler(SQLiteReminderStore(db), FixedClock(NOW), inbox, batch=5)
         barrier.wait()
         asyncio.run(scheduler.run_once(NOW + timedelta(hours=2)))
         delivered[slot] = inbox.ids
@@ -215,7 +215,7 @@ async def test_a_second_scheduler_finds_nothing_left_to_claim(
     remind(store, "in 10 minutes")
     other_db = Database(db_path)
     other_inbox = Inbox()
-    other = Scheduler(ReminderStore(other_db), FixedClock(NOW), other_inbox)
+    other = Scheduler(SQLiteReminderStore(other_db), FixedClock(NOW), other_inbox)
     due = NOW + timedelta(minutes=10)
     await scheduler.run_once(due)
     await other.run_once(due)
@@ -226,13 +226,13 @@ async def test_a_second_scheduler_finds_nothing_left_to_claim(
 
 async def test_state_survives_a_restart(db_path: Path) -> None:
     db = Database(db_path)
-    reminder_id = remind(ReminderStore(db), "in 10 minutes")
+    reminder_id = remind(SQLiteReminderStore(db), "in 10 minutes")
     db.close()  # the process stops before the reminder is due
 
     restarted = Database(db_path)
     inbox = Inbox()
     later = NOW + timedelta(hours=1)
-    await Scheduler(ReminderStore(restarted), FixedClock(later), inbox).run_once()
+    await Scheduler(SQLiteReminderStore(restarted), FixedClock(later), inbox).run_once()
     restarted.close()
     assert inbox.ids == [reminder_id]
     assert inbox.received[0].late
@@ -254,7 +254,7 @@ async def test_a_stop_mid_batch_leaves_every_undelivered_reminder_for_the_next_r
 ) -> None:
     first, second, third = (remind(store, f"in {n} minutes", text=f"r{n}") for n in (1, 2, 3))
 
-    async def stopped_on_the_second(due: DueReminder) -> None:
+    async def stopped_on_the_second(due: Delivery) -> None:
         if due.id == second:
             raise asyncio.CancelledError
         await inbox(due)
@@ -300,14 +300,16 @@ async def test_adding_a_reminder_wakes_a_sleeping_scheduler(
 # -- delivery into the conversation ------------------------------------------------------------
 
 
-async def test_delivery_appends_to_the_session_and_emits_a_reminder_event(lore: Lore) -> None:
+async def test_delivery_appends_to_the_session_and_emits_a_reminder_event(lore: Runtime) -> None:
     remind(lore.reminders, "in 10 minutes", text="take the pills")
-    [due] = lore.reminders.claim_due(NOW + timedelta(minutes=30))
     events: list[Event] = []
-    message = deliver_to_session(due, lore.session("line:group:family"), events.append)
+    deliver = session_delivery(lore.sessions, lambda scope: events.append)
+    [due] = await Scheduler(lore.reminders, lore.clock, deliver).run_once(
+        NOW + timedelta(minutes=30)
+    )
+    [message] = lore.session("line:group:family").messages
     assert message["role"] == "assistant"
-    assert message["reminder_id"] == due.id
-    assert lore.session("line:group:family").messages[-1] == message
+    assert message["reminder_id"] == due.id and message["delivery"] == due.key
     assert events == [
         ReminderDue(
             scope="line:group:family",
@@ -320,10 +322,25 @@ async def test_delivery_appends_to_the_session_and_emits_a_reminder_event(lore: 
     assert "(late)" in message["content"] and "@john" in message["content"]
 
 
-async def test_the_scheduler_delivers_into_the_conversation_it_came_from(lore: Lore) -> None:
+async def test_delivering_an_occurrence_again_never_adds_it_twice(lore: Runtime) -> None:
+    """A process killed after writing the line but before marking it done: the next
+    delivery finds the key in the session."""
+    remind(lore.reminders, "in 10 minutes", text="take the pills")
+    lore.reminders.claim_due(NOW + timedelta(minutes=10))
+    [item] = lore.outbox.lease(owner="first", now=NOW + timedelta(minutes=10))
+    deliver = session_delivery(lore.sessions, lambda scope: None)
+    await deliver(Delivery(item))  # ... and the process dies before `done`
+    later = NOW + timedelta(minutes=12)
+    delivered = await Scheduler(lore.reminders, FixedClock(later), deliver).run_once(later)
+    assert [d.key for d in delivered] == [item.key]
+    assert len(lore.session("line:group:family").messages) == 1
+
+
+async def test_the_scheduler_delivers_into_the_conversation_it_came_from(lore: Runtime) -> None:
     remind(lore.reminders, "in 10 minutes", text="water the plants")
     events: list[Event] = []
-    scheduler = Scheduler(lore.reminders, lore.clock, session_delivery(lore.session, events.append))
+    deliver = session_delivery(lore.sessions, lambda scope: events.append)
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver)
     await scheduler.run_once(NOW + timedelta(minutes=10))
     [message] = lore.session("line:group:family").messages
     assert message["content"] == "⏰ Reminder for @john: water the plants"
@@ -333,7 +350,7 @@ async def test_the_scheduler_delivers_into_the_conversation_it_came_from(lore: L
 
 async def test_a_chat_scheduler_delivers_only_its_own_conversation(tmp_path: Path) -> None:
     db = Database(tmp_path / "lore.db")
-    store = ReminderStore(db)
+    store = SQLiteReminderStore(db)
     clock = FixedClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
     for scope in ("cli:default", "line:group:family"):
         store.add(
@@ -346,7 +363,7 @@ async def test_a_chat_scheduler_delivers_only_its_own_conversation(tmp_path: Pat
         )
     delivered: list[str] = []
 
-    async def deliver(due: DueReminder) -> None:
+    async def deliver(due: Delivery) -> None:
         delivered.append(due.scope)
 
     chat = Scheduler(store, clock, deliver, scope="cli:default")
@@ -363,7 +380,7 @@ async def test_cancelling_the_scheduler_never_leaves_a_written_reminder_pending(
     from lore.backends.local.live import LiveSession
 
     db = Database(tmp_path / "lore.db")
-    store = ReminderStore(db)
+    store = SQLiteReminderStore(db)
     clock = FixedClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
     for n in range(5):
         store.add(
@@ -376,12 +393,20 @@ async def test_cancelling_the_scheduler_never_leaves_a_written_reminder_pending(
         )
     clock.advance(minutes=2)
     sessions = tmp_path / "sessions"
-    scheduler = Scheduler(store, clock, session_delivery(lambda key: LiveSession(sessions, key)))
+    deliver = session_delivery(LocalSessions(sessions, tmp_path), lambda scope: None)
+    scheduler = Scheduler(store, clock, deliver)
     task = asyncio.create_task(scheduler.run_once())
     await asyncio.sleep(0)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    written = {m["reminder_id"] for m in LiveSession(sessions, "cli:default").messages}
-    pending = {r.id for r in store.list("cli:default")}
-    assert written.isdisjoint(pending)  # nothing both written and still to deliver
-    assert len(written) + len(pending) == 5
+    written = [m["reminder_id"] for m in LiveSession(sessions, "cli:default").messages]
+    left = [
+        item.payload["reminder_id"] for item in store.outbox.items("cli:default", status="pending")
+    ]
+    done = [
+        item.payload["reminder_id"]
+        for item in store.outbox.items("cli:default", status="delivered")
+    ]
+    # Every occurrence is written or still to deliver, never both, never lost.
+    assert sorted(written) == sorted(done)
+    assert sorted(written + left) == sorted(range(1, 6))

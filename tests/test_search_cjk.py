@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.archive import SessionArchive
-from lore.backends.local.live import SessionMeta
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.sessions import SessionMeta
+from lore.runtime import build
 from lore.search import LoreSearch, searcher
 
 SCOPE = "telegram:42"
@@ -56,7 +56,7 @@ QUERIES = {
 def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoreSearch]:
     home = tmp_path_factory.mktemp("cjk-home")
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
-    lore = Lore(config, provider=ScriptedProvider(), clock=FixedClock(NOW))
+    lore = build(config, provider=ScriptedProvider(), clock=FixedClock(NOW))
     for text in MEMORIES:
         lore.memory.remember(SCOPE, text, author="王", via="cli", now=NOW)
     archive = SessionArchive(config.sessions_dir, config.home)

@@ -7,24 +7,24 @@ from collections.abc import Iterator
 
 import pytest
 
-from lore.app import Lore
 from lore.backends.local.database import Database
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime, build
 from lore.search import LoreSearch, searcher
 
 SCOPE = "telegram:7"
 
 
 @pytest.fixture
-def runtime(config: Config, clock: FixedClock) -> Iterator[Lore]:
-    lore = Lore(config, provider=ScriptedProvider(), clock=clock)
+def runtime(config: Config, clock: FixedClock) -> Iterator[Runtime]:
+    lore = build(config, provider=ScriptedProvider(), clock=clock)
     yield lore
     lore.db.close()
 
 
-def remember(lore: Lore, text: str) -> int:
+def remember(lore: Runtime, text: str) -> int:
     memory, _ = lore.memory.remember(SCOPE, text, author="ann", via="cli", now=lore.clock.now())
     return memory.id
 
@@ -39,7 +39,7 @@ def vector_ids(search: LoreSearch, query: str) -> list[int]:
     return [i for i, _ in index.vector_search([SCOPE], vector, limit=10, now=2e9)]
 
 
-def test_a_new_memory_is_searchable_by_text_before_it_has_a_vector(runtime: Lore) -> None:
+def test_a_new_memory_is_searchable_by_text_before_it_has_a_vector(runtime: Runtime) -> None:
     search = searcher(runtime)
     remember(runtime, "Ann's passport expires in March 2027")
 
@@ -50,7 +50,7 @@ def test_a_new_memory_is_searchable_by_text_before_it_has_a_vector(runtime: Lore
 
 
 def test_forgetting_a_memory_removes_it_from_text_and_vector_search_at_once(
-    runtime: Lore,
+    runtime: Runtime,
 ) -> None:
     search = searcher(runtime)
     doomed = remember(runtime, "Ann is allergic to penicillin")
@@ -68,7 +68,7 @@ def test_forgetting_a_memory_removes_it_from_text_and_vector_search_at_once(
     assert rows == 1
 
 
-def test_forgetting_erases_the_terms_from_the_index_files(runtime: Lore) -> None:
+def test_forgetting_erases_the_terms_from_the_index_files(runtime: Runtime) -> None:
     search = searcher(runtime)
     doomed = remember(runtime, "The safe code hint is zyxwvut")
     search.refresh()
@@ -81,7 +81,7 @@ def test_forgetting_erases_the_terms_from_the_index_files(runtime: Lore) -> None
     assert b"zyxwvut" not in runtime.config.db_path.read_bytes()
 
 
-def test_a_superseded_memory_leaves_the_index_and_its_new_version_enters(runtime: Lore) -> None:
+def test_a_superseded_memory_leaves_the_index_and_its_new_version_enters(runtime: Runtime) -> None:
     search = searcher(runtime)
     old = remember(runtime, "Ann lives in Taipei")
     search.refresh()
@@ -93,15 +93,15 @@ def test_a_superseded_memory_leaves_the_index_and_its_new_version_enters(runtime
 
 
 def test_a_memory_written_by_another_process_is_found_at_the_next_search(
-    runtime: Lore,
+    runtime: Runtime,
 ) -> None:
     search = searcher(runtime)
     search.refresh()
     other = Database(runtime.config.db_path)  # another process's connection
     try:
-        from lore.backends.local.memories import MemoryStore
+        from lore.backends.local.memories import SQLiteMemoryStore
 
-        MemoryStore(other).remember(
+        SQLiteMemoryStore(other).remember(
             SCOPE, "Ann's dentist is Dr. Lin", author="ann", via="cli", now=runtime.clock.now()
         )
     finally:
@@ -110,7 +110,7 @@ def test_a_memory_written_by_another_process_is_found_at_the_next_search(
     assert found(search, "dentist", mode="text") == ["Ann's dentist is Dr. Lin"]
 
 
-def test_memories_are_indexed_only_in_their_own_scope(runtime: Lore) -> None:
+def test_memories_are_indexed_only_in_their_own_scope(runtime: Runtime) -> None:
     search = searcher(runtime)
     remember(runtime, "The family wifi router is in the hallway")
 

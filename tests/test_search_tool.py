@@ -7,31 +7,31 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lore import app as app_module
-from lore.app import Lore
 from lore.backends.local.archive import SessionArchive
-from lore.backends.local.live import SessionMeta
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.sessions import SessionMeta
+from lore.runtime import Runtime
 from lore.search import searcher
-from lore.search.tool import MemorySearchTool, make_tools
+from lore.search.feature import search_feature
+from lore.search.tool import MemorySearchTool
 
 HOME = "cli:default"
 GROUP = "line:group:family"
 SESSION = "5e55104a" * 4
 
 
-def context(lore: Lore, scope: str = HOME) -> ToolContext:
+def context(lore: Runtime, scope: str = HOME) -> ToolContext:
     return ToolContext(scope, "john", "live-1", 0, lore.clock.now(), "Asia/Taipei")
 
 
-async def call(lore: Lore, ctx: ToolContext, **args: object) -> ToolResult:
-    registry = ToolRegistry(make_tools(lore))
+async def call(lore: Runtime, ctx: ToolContext, **args: object) -> ToolResult:
+    registry = ToolRegistry(search_feature(lore).tools)
     return await registry.call(ToolCall("c1", "memory_search", json.dumps(args)), ctx)
 
 
-def archive_session(lore: Lore, scope: str, turns: list[tuple[str, str]]) -> None:
+def archive_session(lore: Runtime, scope: str, turns: list[tuple[str, str]]) -> None:
     archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
     stamp = "2026-11-20T02:00:00+00:00"
     messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
@@ -46,8 +46,8 @@ def archive_session(lore: Lore, scope: str, turns: list[tuple[str, str]]) -> Non
     archive.append_index(entry)
 
 
-def test_the_tool_has_the_contract_the_design_names(lore: Lore) -> None:
-    (tool,) = make_tools(lore)
+def test_the_tool_has_the_contract_the_design_names(lore: Runtime) -> None:
+    (tool,) = search_feature(lore).tools
 
     assert tool.name == "memory_search"
     assert set(tool.parameters["properties"]) == {"query", "limit"}
@@ -55,7 +55,7 @@ def test_the_tool_has_the_contract_the_design_names(lore: Lore) -> None:
     assert "session_history" in tool.description and "remember" in tool.description
 
 
-async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Lore) -> None:
+async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Runtime) -> None:
     archive_session(
         lore,
         HOME,
@@ -75,7 +75,7 @@ async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Lore)
     assert "2026-11-20 10:00" in result.content  # the message's time, in Asia/Taipei
 
 
-async def test_memories_are_found_with_their_id(lore: Lore) -> None:
+async def test_memories_are_found_with_their_id(lore: Runtime) -> None:
     lore.memory.remember(
         HOME, "John's blood type is O+", author="john", via="cli", now=lore.clock.now()
     )
@@ -85,7 +85,7 @@ async def test_memories_are_found_with_their_id(lore: Lore) -> None:
     assert "memory #1" in result.content and "John's blood type is O+" in result.content
 
 
-async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Lore) -> None:
+async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Runtime) -> None:
     # Beyond the block's window ("N older memories not shown") search is the only way
     # the model sees an id; an id it was shown there is one it may forget.
     memory, _ = lore.memory.remember(
@@ -102,7 +102,7 @@ async def test_a_memory_found_by_search_can_then_be_forgotten_by_its_id(lore: Lo
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 
-async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
+async def test_results_never_come_from_another_conversation(lore: Runtime) -> None:
     now = lore.clock.now()
     lore.memory.remember(
         GROUP, "Grandma's spare key is under the blue pot", author="amy", via="cli", now=now
@@ -119,7 +119,7 @@ async def test_results_never_come_from_another_conversation(lore: Lore) -> None:
     assert "blue pot" not in result.content
 
 
-async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Lore) -> None:
+async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Runtime) -> None:
     lore.workspace.root.joinpath("MEMORY.md").write_text(
         "# Memory\n\n## Work\n\nThe deploy window is Thursday after 18:00.\n", encoding="utf-8"
     )
@@ -131,7 +131,7 @@ async def test_the_owner_searches_memory_md_and_a_group_does_not(lore: Lore) -> 
     assert "deploy window is Thursday" not in theirs.content
 
 
-async def test_nothing_found_is_said_plainly(lore: Lore) -> None:
+async def test_nothing_found_is_said_plainly(lore: Runtime) -> None:
     result = await call(lore, context(lore), query="submarine")
 
     assert not result.is_error
@@ -142,33 +142,28 @@ async def test_nothing_found_is_said_plainly(lore: Lore) -> None:
     "args", [{}, {"query": "  "}, {"query": "x", "limit": 0}, {"query": "x", "limit": 99}]
 )
 async def test_bad_arguments_are_an_error_for_the_model(
-    lore: Lore, args: dict[str, object]
+    lore: Runtime, args: dict[str, object]
 ) -> None:
     result = await call(lore, context(lore), **args)
 
     assert result.is_error and result.content.startswith("Error:")
 
 
-async def test_the_model_can_search_within_a_turn(
-    lore: Lore, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    modules = app_module.TOOL_MODULES
-    if "lore.search.tool" not in modules:  # until the runtime lists it
-        monkeypatch.setattr(app_module, "TOOL_MODULES", (*modules, "lore.search.tool"))
+async def test_the_model_can_search_within_a_turn(lore: Runtime, model: ScriptedProvider) -> None:
     now = lore.clock.now()
     lore.memory.remember(
         HOME, "The guest wifi is called BlueFox", author="john", via="cli", now=now
     )
     model.tool_call("memory_search", {"query": "guest wifi"}).reply("It's BlueFox.")
 
-    await lore.conversation(HOME, emit=lambda event: None).turn("what was the guest wifi?")
+    await lore.conversation(HOME, emit=lambda event: None).send("what was the guest wifi?")
 
     tool_result = model.requests[1].messages[-1]
     assert tool_result["role"] == "tool"
     assert "The guest wifi is called BlueFox" in tool_result["content"]
 
 
-def test_the_tool_reports_what_search_finds(lore: Lore) -> None:
+def test_the_tool_reports_what_search_finds(lore: Runtime) -> None:
     lore.memory.remember(
         HOME, "Standup moved to 9:30", author="john", via="cli", now=lore.clock.now()
     )
@@ -179,14 +174,11 @@ def test_the_tool_reports_what_search_finds(lore: Lore) -> None:
 
 
 async def test_what_a_turn_wrote_is_embedded_in_the_background(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
-    from lore.search import install
-
-    install(lore)  # what listing "lore.search" in LAYER_MODULES does
     model.tool_call("remember", {"content": "John's train leaves at 7:40"}).reply("Noted.")
 
-    await lore.conversation(HOME, emit=lambda event: None).turn("my train is at 7:40")
+    await lore.conversation(HOME, emit=lambda event: None).send("my train is at 7:40")
     await lore.background.drain()
 
     stats = searcher(lore).index.stats()

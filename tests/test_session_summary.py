@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from lore.app import Lore
-from lore.backends.local.files import try_lock
 from lore.backends.local.history import History
+from lore.bus import Conversation
 from lore.config import SessionMemoryConfig
-from lore.core.conversation import Conversation
 from lore.errors import ProviderServerError
+from lore.files import try_lock
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.session_summary import (
     SUMMARY_PROMPT,
     read_summary_section,
     write_session_summary,
 )
+from lore.runtime import Runtime
 from lore.search.sources import chunk_markdown
-from lore.sessions.closing import close_if_idle, close_session, schedule_summary, session_archive
+from lore.sessions.closing import close_if_idle, close_session, schedule_summary
 
 KEY = "cli:default"
 
@@ -30,26 +30,26 @@ def _summary(slug: str = "hualien-trip", summary: str = "John plans a trip to Hu
     )
 
 
-async def _chat(lore: Lore, model: ScriptedProvider, *said: str) -> Conversation:
+async def _chat(lore: Runtime, model: ScriptedProvider, *said: str) -> Conversation:
     conversation = lore.conversation(KEY, emit=lambda e: None)
     for text in said:
         model.reply(f"ok: {text}")
-        await conversation.turn(text)
+        await conversation.send(text)
     return conversation
 
 
-async def _close(lore: Lore, conversation: Conversation) -> None:
-    await conversation.command("/new")
+async def _close(lore: Runtime, conversation: Conversation) -> None:
+    await conversation.send("/new")
     await lore.background.drain()
 
 
 async def test_the_summary_links_to_transcript_and_index_and_they_link_back(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
     model.reply(_summary())
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.memory_path == "workspace/memory/2026-11-30-1700-hualien-trip.md"
     assert entry.slug == "hualien-trip" and entry.summary == "written"
     text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
@@ -72,12 +72,12 @@ async def test_the_summary_links_to_transcript_and_index_and_they_link_back(
 
 
 async def test_headings_in_the_summary_never_cut_it_short_or_change_its_scope(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "我周五去花莲", "帮我订火车票")
     model.reply(_summary(summary="## 计划 · 10:30\n周五去花莲\n## 待办\n订火车票"))
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.memory_path is not None
     path = lore.config.home / entry.memory_path
     summary = read_summary_section(path)
@@ -86,7 +86,9 @@ async def test_headings_in_the_summary_never_cut_it_short_or_change_its_scope(
     assert {chunk.scope for chunk in chunks} == {KEY}
 
 
-async def test_the_summary_reaches_history_for_dream(lore: Lore, model: ScriptedProvider) -> None:
+async def test_the_summary_reaches_history_for_dream(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
     conversation = await _chat(lore, model, "one", "two")
     model.reply(_summary())
     await _close(lore, conversation)
@@ -96,19 +98,19 @@ async def test_the_summary_reaches_history_for_dream(lore: Lore, model: Scripted
 
 
 async def test_a_chinese_conversation_gets_an_ascii_file_name(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "我下周五去花莲", "帮我记得订火车票")
     model.reply(_summary("hualien-trip", "小明下周五去花莲，需要订火车票。"))
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.memory_path is not None and entry.memory_path.isascii()
     text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
     assert "小明下周五去花莲，需要订火车票。" in text
 
 
 async def test_an_unsafe_or_non_ascii_slug_is_made_safe(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "Поездка", "в Казань")
     model.reply(_summary("Поездка в Казань", "Поездка в Казань."))
@@ -116,18 +118,20 @@ async def test_an_unsafe_or_non_ascii_slug_is_made_safe(
     conversation = await _chat(lore, model, "x", "y")
     model.reply(_summary("../../etc/passwd", "Nothing."))
     await _close(lore, conversation)
-    paths = sorted(e.memory_path or "" for e in session_archive(lore).entries())
+    paths = sorted(e.memory_path or "" for e in lore.sessions.archive.entries())
     assert paths == [
         "workspace/memory/2026-11-30-1700-etc-passwd.md",
         "workspace/memory/2026-11-30-1700-session.md",
     ]
 
 
-async def test_a_failing_model_yields_the_raw_digest(lore: Lore, model: ScriptedProvider) -> None:
+async def test_a_failing_model_yields_the_raw_digest(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
     conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
     model.fail(ProviderServerError("down", status=503))
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.memory_path == "workspace/memory/2026-11-30-1700-session-raw.md"
     assert entry.summary == "raw"
     text = (lore.config.home / entry.memory_path).read_text(encoding="utf-8")
@@ -139,35 +143,35 @@ async def test_a_failing_model_yields_the_raw_digest(lore: Lore, model: Scripted
 
 
 async def test_an_unusable_answer_yields_the_raw_digest(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "one", "two")
     model.reply("Sure! Here is a summary: we talked.")
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.summary == "raw" and entry.memory_path is not None
     assert entry.memory_path.endswith("-session-raw.md")
 
 
-async def test_a_trivial_session_gets_no_summary(lore: Lore, model: ScriptedProvider) -> None:
+async def test_a_trivial_session_gets_no_summary(lore: Runtime, model: ScriptedProvider) -> None:
     conversation = await _chat(lore, model, "hi")
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.summary == "skipped" and entry.memory_path is None
     assert len(model.requests) == 1  # only the chat turn
     assert History(lore.workspace.memory_dir).entries() == []
 
 
-async def test_summaries_can_be_turned_off(lore: Lore, model: ScriptedProvider) -> None:
+async def test_summaries_can_be_turned_off(lore: Runtime, model: ScriptedProvider) -> None:
     lore.config = replace(lore.config, session_memory=SessionMemoryConfig(enabled=False))
     conversation = await _chat(lore, model, "one", "two")
     await _close(lore, conversation)
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.summary == "skipped"
 
 
 async def test_two_sessions_closed_in_one_minute_never_overwrite(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     for key in ("cli:default", "cli:work"):
         session = lore.session(key)
@@ -176,7 +180,7 @@ async def test_two_sessions_closed_in_one_minute_never_overwrite(
         assert entry is not None
         model.reply(_summary())
         await write_session_summary(lore, entry)
-    paths = sorted(e.memory_path or "" for e in session_archive(lore).entries())
+    paths = sorted(e.memory_path or "" for e in lore.sessions.archive.entries())
     assert paths == [
         "workspace/memory/2026-11-30-1700-hualien-trip-2.md",
         "workspace/memory/2026-11-30-1700-hualien-trip.md",
@@ -184,14 +188,14 @@ async def test_two_sessions_closed_in_one_minute_never_overwrite(
 
 
 async def test_a_summary_a_kill_interrupted_is_written_at_the_next_start(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     conversation = await _chat(lore, model, "I go to Hualien on Friday", "Book the train")
     close_session(lore, KEY)  # archived and indexed; the process died before the summary
     model.reply(_summary())
     await close_if_idle(lore, KEY)  # what every chat start runs
     await lore.background.drain()
-    (entry,) = session_archive(lore).entries()
+    (entry,) = lore.sessions.archive.entries()
     assert entry.summary == "written" and entry.memory_path is not None
     await close_if_idle(lore, KEY)  # the next start finds nothing left to do
     await lore.background.drain()
@@ -200,7 +204,7 @@ async def test_a_summary_a_kill_interrupted_is_written_at_the_next_start(
 
 
 async def test_a_summary_is_written_once_however_often_it_is_asked_for(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     await _chat(lore, model, "one", "two")
     entry = close_session(lore, KEY)
@@ -218,7 +222,7 @@ async def test_a_summary_is_written_once_however_often_it_is_asked_for(
 
 
 async def test_a_session_closed_again_with_more_messages_gets_a_new_summary(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     def crash_before_reset(step: str) -> None:
         if step == "index_written":
@@ -230,13 +234,13 @@ async def test_a_session_closed_again_with_more_messages_gets_a_new_summary(
         close_session(lore, KEY, fault=crash_before_reset)
     except RuntimeError:
         pass
-    (first,) = session_archive(lore).entries()
+    (first,) = lore.sessions.archive.entries()
     model.reply(_summary())
     assert (await write_session_summary(lore, first)).summary == "written"
     session.append([{"role": "user", "content": "And a hotel in Taitung"}])
     again = close_session(lore, KEY)
     assert again is not None
-    (pending,) = session_archive(lore).entries()
+    (pending,) = lore.sessions.archive.entries()
     assert pending.summary == "pending" and pending.memory_path is not None  # the old one
     model.reply(_summary("hualien-and-taitung", "Trains to Hualien, a hotel in Taitung."))
     done = await write_session_summary(lore, again)

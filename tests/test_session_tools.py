@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from lore.app import Lore
-from lore.backends.local.archive import ArchivedSession
 from lore.core.tools import ToolContext
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
-from lore.sessions.closing import close_session, session_archive
+from lore.ports.sessions import ArchivedSession
+from lore.runtime import Runtime
+from lore.sessions.closing import close_session
 from lore.sessions.tools import MAX_PAGE, MESSAGE_CHARS, PAGE_CHARS
 
 KEY = "cli:default"
@@ -26,14 +26,14 @@ def _ctx(scope: str = KEY) -> ToolContext:
     )
 
 
-async def _call(lore: Lore, name: str, scope: str = KEY, **args: object) -> tuple[str, bool]:
+async def _call(lore: Runtime, name: str, scope: str = KEY, **args: object) -> tuple[str, bool]:
     import json
 
     result = await lore.tools.call(ToolCall("c1", name, json.dumps(args)), _ctx(scope))
     return result.content, result.is_error
 
 
-def _archive(lore: Lore, key: str, messages: list[dict[str, object]]) -> ArchivedSession:
+def _archive(lore: Runtime, key: str, messages: list[dict[str, object]]) -> ArchivedSession:
     lore.session(key).append(messages)
     entry = close_session(lore, key)
     assert entry is not None
@@ -44,7 +44,7 @@ def _chat(n: int, word: str = "hualien") -> list[dict[str, object]]:
     return [{"role": "user", "content": f"{word} message {i}"} for i in range(n)]
 
 
-async def test_session_list_shows_this_conversations_archived_sessions(lore: Lore) -> None:
+async def test_session_list_shows_this_conversations_archived_sessions(lore: Runtime) -> None:
     first = _archive(lore, KEY, _chat(3))
     second = _archive(lore, KEY, _chat(2, "taipei"))
     _archive(lore, "line:group:C1", _chat(2, "family"))
@@ -56,10 +56,10 @@ async def test_session_list_shows_this_conversations_archived_sessions(lore: Lor
     assert "family" not in text and "line:group:C1" not in text
 
 
-async def test_session_list_filters_by_id_slug_and_paths(lore: Lore) -> None:
+async def test_session_list_filters_by_id_slug_and_paths(lore: Runtime) -> None:
     first = _archive(lore, KEY, _chat(3))
     second = _archive(lore, KEY, _chat(2, "taipei"))
-    session_archive(lore).link_summary(
+    lore.sessions.archive.link_summary(
         second.session_id,
         "workspace/memory/2026-11-30-1700-taipei-trip.md",
         "taipei-trip",
@@ -77,7 +77,7 @@ async def test_session_list_filters_by_id_slug_and_paths(lore: Lore) -> None:
     assert not error and first.session_id in by_key
 
 
-async def test_another_scopes_session_is_a_clear_error_and_shows_nothing(lore: Lore) -> None:
+async def test_another_scopes_session_is_a_clear_error_and_shows_nothing(lore: Runtime) -> None:
     theirs = _archive(lore, "line:group:C1", _chat(2, "family"))
     for name, args in [
         ("session_list", {"session_id": theirs.session_id}),
@@ -92,7 +92,7 @@ async def test_another_scopes_session_is_a_clear_error_and_shows_nothing(lore: L
     assert "no archived session" in text and "in this conversation" in text
 
 
-async def test_session_history_pages_an_archived_session_exactly(lore: Lore) -> None:
+async def test_session_history_pages_an_archived_session_exactly(lore: Runtime) -> None:
     messages: list[dict[str, object]] = [
         {"role": "user", "content": "天气如何？", "author": "john"},
         {
@@ -119,7 +119,7 @@ async def test_session_history_pages_an_archived_session_exactly(lore: Lore) -> 
     assert "messages 60–63 of 64" in last and "next page" not in last
 
 
-async def test_a_page_never_floods_the_context(lore: Lore) -> None:
+async def test_a_page_never_floods_the_context(lore: Runtime) -> None:
     entry = _archive(lore, KEY, [{"role": "user", "content": "x" * 50_000}] * 30)
     text, _ = await _call(lore, "session_history", session_id=entry.session_id, limit=500)
     assert len(text) < PAGE_CHARS + MESSAGE_CHARS + 1000
@@ -128,7 +128,7 @@ async def test_a_page_never_floods_the_context(lore: Lore) -> None:
     assert MAX_PAGE <= 50
 
 
-async def test_session_history_without_an_id_reads_the_live_session(lore: Lore) -> None:
+async def test_session_history_without_an_id_reads_the_live_session(lore: Runtime) -> None:
     lore.session(KEY).append(_chat(3, "live"))
     text, error = await _call(lore, "session_history")
     assert not error and "Live session" in text and "[2] user: live message 2" in text
@@ -137,13 +137,13 @@ async def test_session_history_without_an_id_reads_the_live_session(lore: Lore) 
 
 
 async def test_the_model_finds_and_reads_a_past_session(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     entry = _archive(lore, KEY, _chat(2))
     model.tool_call("session_list", {"slug": "hualien"})
     model.tool_call("session_history", {"session_id": entry.session_id})
     model.reply("You said: hualien message 0.")
-    await lore.conversation(KEY, emit=lambda e: None).turn("What did I say last time?")
+    await lore.conversation(KEY, emit=lambda e: None).send("What did I say last time?")
     listed = model.requests[1].messages[-1]["content"]
     assert entry.session_id in listed
     history = model.requests[2].messages[-1]["content"]

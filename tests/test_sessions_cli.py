@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from lore.app import Lore
-from lore.backends.local.archive import ArchivedSession
 from lore.backends.local.history import History
 from lore.cli import main
 from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.dream import run_dream
+from lore.ports.sessions import ArchivedSession
+from lore.runtime import Runtime
 from lore.sessions.closing import close_session
 
 KEY = "cli:default"
@@ -28,7 +28,7 @@ TURN: list[Message] = [
 ]
 
 
-def _archive(lore: Lore, key: str = KEY) -> ArchivedSession:
+def _archive(lore: Runtime, key: str = KEY) -> ArchivedSession:
     lore.session(key).append(TURN)
     entry = close_session(lore, key)
     assert entry is not None
@@ -36,7 +36,7 @@ def _archive(lore: Lore, key: str = KEY) -> ArchivedSession:
 
 
 def test_sessions_list_shows_closed_sessions(
-    lore: Lore, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mine = _archive(lore)
     theirs = _archive(lore, "line:group:C1")
@@ -49,7 +49,7 @@ def test_sessions_list_shows_closed_sessions(
     assert theirs.session_id in out and mine.session_id not in out
 
 
-def test_sessions_list_json(lore: Lore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_list_json(lore: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     entry = _archive(lore)
     assert main(["sessions", "list", "--json"]) == 0
     (data,) = json.loads(capsys.readouterr().out)
@@ -64,7 +64,7 @@ def test_sessions_list_when_there_are_none(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_sessions_show_prints_the_exact_messages(
-    lore: Lore, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     entry = _archive(lore)
     assert main(["sessions", "show", entry.session_id[:8]]) == 0
@@ -78,7 +78,7 @@ def test_sessions_show_prints_the_exact_messages(
     assert "晴天。" in out and "花莲天气？" not in out
 
 
-def test_sessions_show_json(lore: Lore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_show_json(lore: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     entry = _archive(lore)
     assert main(["sessions", "show", entry.session_id, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -87,7 +87,7 @@ def test_sessions_show_json(lore: Lore, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_sessions_show_an_unknown_id_is_one_clear_line(
-    lore: Lore, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _archive(lore)
     assert main(["sessions", "show", "ffffffff"]) == 1
@@ -101,7 +101,7 @@ def test_lore_dream_with_nothing_new(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_lore_dream_log_and_restore(
-    lore: Lore, model: ScriptedProvider, capsys: pytest.CaptureFixture[str]
+    lore: Runtime, model: ScriptedProvider, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["dream", "--log"]) == 0
     assert capsys.readouterr().out == "Dream has not changed any file yet.\n"
@@ -115,7 +115,7 @@ def test_lore_dream_log_and_restore(
     assert "John lives in Hualien" not in (lore.workspace.root / "MEMORY.md").read_text()
 
 
-def _dream_once(lore: Lore, model: ScriptedProvider) -> str:
+def _dream_once(lore: Runtime, model: ScriptedProvider) -> str:
     import asyncio
 
     History(lore.workspace.memory_dir).append(KEY, "John lives in Hualien.", now=lore.clock.now())

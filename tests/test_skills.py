@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
-from lore.skills import load_skills, parse_front_matter
+from lore.runtime import Runtime
+from lore.tools.skills import load_skills, parse_front_matter
 
 
 def _skill(workspace: Path, folder: str, text: str) -> None:
@@ -20,7 +20,7 @@ def _skill(workspace: Path, folder: str, text: str) -> None:
 
 
 @pytest.fixture
-def skilled(lore: Lore) -> Lore:
+def skilled(lore: Runtime) -> Runtime:
     root = lore.workspace.root
     _skill(
         root,
@@ -52,17 +52,17 @@ def test_front_matter_is_parsed_without_yaml() -> None:
         parse_front_matter("---\nname: x\n")
 
 
-def test_bad_skills_are_reported_not_loaded(skilled: Lore) -> None:
+def test_bad_skills_are_reported_not_loaded(skilled: Runtime) -> None:
     skills = load_skills(skilled.workspace.root)
     assert [s.name for s in skills.found] == ["release-notes", "tone"]
     assert skills.problems == ["skills/broken/SKILL.md: the front matter needs a description"]
 
 
 async def test_always_on_skills_are_in_the_prompt_and_others_one_line_each(
-    skilled: Lore, model: ScriptedProvider
+    skilled: Runtime, model: ScriptedProvider
 ) -> None:
     model.reply("ok")
-    await skilled.conversation("cli:default", emit=lambda e: None).turn("hi")
+    await skilled.conversation("cli:default", emit=lambda e: None).send("hi")
     system = model.requests[0].system
     assert "## Skill: tone (always on)\n\nAlways answer in one short paragraph." in system
     assert "- release-notes: Write release notes from git log" in system
@@ -70,29 +70,29 @@ async def test_always_on_skills_are_in_the_prompt_and_others_one_line_each(
 
 
 async def test_load_skill_returns_the_instructions_and_its_files(
-    skilled: Lore, model: ScriptedProvider
+    skilled: Runtime, model: ScriptedProvider
 ) -> None:
     model.tool_call("load_skill", {"name": "release-notes"}).reply("Following it.")
     model.tool_call("load_skill", {"name": "nope"}).reply("No such skill.")
     conversation = skilled.conversation("cli:default", emit=lambda e: None)
-    await conversation.turn("write release notes")
+    await conversation.send("write release notes")
     loaded = model.requests[1].messages[-1]["content"]
     assert loaded.startswith("# Skill: release-notes\n\nRun scripts/notes.sh")
     assert "- scripts/notes.sh" in loaded
-    await conversation.turn("use the nope skill")
+    await conversation.send("use the nope skill")
     missing = model.requests[3].messages[-1]["content"]
     assert missing == "Error: there is no skill 'nope'. Skills: release-notes, tone."
 
 
 async def test_other_peoples_conversations_get_no_skills(
-    skilled: Lore, model: ScriptedProvider
+    skilled: Runtime, model: ScriptedProvider
 ) -> None:
     model.reply("hi")
-    await skilled.conversation("telegram:9", emit=lambda e: None, author="guest").turn("hi")
+    await skilled.conversation("telegram:9", emit=lambda e: None, author="guest").send("hi")
     assert "# Skills" not in model.requests[0].system
 
 
-def test_skills_list_prints_and_json(skilled: Lore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_skills_list_prints_and_json(skilled: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     home = str(skilled.config.home)
     assert main(["skills", "list", "--home", home]) == 0
     out, err = capsys.readouterr()

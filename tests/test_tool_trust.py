@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lore.app import Lore
 from lore.config import ToolsConfig, load_config
 from lore.core.approval import ScriptedApprover
 from lore.errors import ConfigError
 from lore.llm.scripted import ScriptedProvider
+from lore.runtime import Runtime
 from lore.tools.trust import TrustPolicy, command_parts
 from tests.tooling import lore_with_tools
 
@@ -24,21 +24,21 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _tool_messages(lore: Lore, key: str = "cli:default") -> list[dict[str, object]]:
+def _tool_messages(lore: Runtime, key: str = "cli:default") -> list[dict[str, object]]:
     return [m for m in lore.session(key).messages if m["role"] == "tool"]
 
 
 async def _turn(
-    lore: Lore, text: str, *, project: Path | None, approver: ScriptedApprover | None = None
+    lore: Runtime, text: str, *, project: Path | None, approver: ScriptedApprover | None = None
 ) -> None:
     conversation = lore.conversation(
         "cli:default", emit=lambda e: None, approver=approver, project=project
     )
-    await conversation.turn(text)
+    await conversation.send(text)
 
 
 async def test_allow_runs_without_asking_and_is_recorded(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     approver = ScriptedApprover()
     model.tool_call("read_file", {"path": "README.md"}).reply("It greets the world.")
@@ -51,7 +51,7 @@ async def test_allow_runs_without_asking_and_is_recorded(
 
 
 async def test_ask_shows_the_diff_and_yes_applies_it(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     approver = ScriptedApprover("y", by="john (terminal)")
     model.tool_call(
@@ -68,7 +68,7 @@ async def test_ask_shows_the_diff_and_yes_applies_it(
 
 
 async def test_ask_answered_no_changes_nothing_and_tells_the_model(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     approver = ScriptedApprover("n", by="john (terminal)")
     model.tool_call("write_file", {"path": "TODO.md", "content": "gone\n"}).reply("Okay.")
@@ -85,7 +85,7 @@ async def test_ask_answered_no_changes_nothing_and_tells_the_model(
 
 
 async def test_ask_without_an_answer_in_time_means_no(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     impatient = lore_with_tools(lore, approval_timeout=0.05)
     approver = ScriptedApprover(None)  # never answers
@@ -100,7 +100,7 @@ async def test_ask_without_an_answer_in_time_means_no(
 
 
 async def test_ask_where_no_one_can_answer_is_refused(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     model.tool_call("exec", {"command": "echo hi"}).reply("Could not.")
     await _turn(lore, "say hi", project=project, approver=None)
@@ -109,7 +109,7 @@ async def test_ask_where_no_one_can_answer_is_refused(
 
 
 async def test_never_refuses_the_curated_files_with_a_clear_error(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     soul = lore.workspace.root / "SOUL.md"
     before = soul.read_text()
@@ -129,7 +129,7 @@ async def test_never_refuses_the_curated_files_with_a_clear_error(
 
 
 async def test_agents_md_asks_even_when_writes_are_allowed(
-    lore: Lore, model: ScriptedProvider
+    lore: Runtime, model: ScriptedProvider
 ) -> None:
     trusting = lore_with_tools(lore, trust={"write_file": "allow"})
     approver = ScriptedApprover("n")
@@ -143,7 +143,7 @@ async def test_agents_md_asks_even_when_writes_are_allowed(
 
 
 async def test_exec_rules_allow_and_never_by_pattern(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     ruled = lore_with_tools(lore, exec_rules={"echo *": "allow", "rm *": "never"})
     approver = ScriptedApprover()
@@ -159,11 +159,11 @@ async def test_exec_rules_allow_and_never_by_pattern(
 
 
 async def test_non_owner_conversations_never_see_the_tools(
-    lore: Lore, model: ScriptedProvider, project: Path
+    lore: Runtime, model: ScriptedProvider, project: Path
 ) -> None:
     model.tool_call("read_file", {"path": "README.md"}).reply("no")
     conversation = lore.conversation("telegram:555", emit=lambda e: None, author="stranger")
-    await conversation.turn("read the readme")
+    await conversation.send("read the readme")
     offered = {spec.name for spec in model.requests[0].tools}
     assert "remember" in offered
     assert offered.isdisjoint({"read_file", "write_file", "edit_file", "exec", "load_skill"})
@@ -171,9 +171,9 @@ async def test_non_owner_conversations_never_see_the_tools(
     assert result.startswith("Error: unknown tool 'read_file'")
 
 
-async def test_owner_conversations_get_the_tools(lore: Lore, model: ScriptedProvider) -> None:
+async def test_owner_conversations_get_the_tools(lore: Runtime, model: ScriptedProvider) -> None:
     model.reply("hi")
-    await lore.conversation("cli:default", emit=lambda e: None).turn("hi")
+    await lore.conversation("cli:default", emit=lambda e: None).send("hi")
     offered = {spec.name for spec in model.requests[0].tools}
     assert {
         "read_file",

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lore.app import Lore
 from lore.config import Config, ToolsConfig
 from lore.core.approval import Approver
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
+from lore.runtime import Runtime, build
 from lore.tools.feature import owner_tools
 from lore.tools.workbench import Workbench
 
@@ -55,10 +55,10 @@ async def call(
     return await tools.call(ToolCall("call_1", name, json.dumps(args, ensure_ascii=False)), ctx)
 
 
-def lore_with_tools(lore: Lore, **settings: Any) -> Lore:
+def lore_with_tools(lore: Runtime, **settings: Any) -> Runtime:
     """A fresh runtime on the same home, provider and clock, with [tools] settings."""
     config = with_tools(lore.config, **settings) if settings else lore.config
-    return Lore(config, provider=lore.provider, clock=lore.clock)
+    return build(config, provider=lore.provider, clock=lore.clock)
 
 
 __all__ = ["ToolsConfig", "call", "context", "lore_with_tools", "registry", "with_tools"]

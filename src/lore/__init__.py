@@ -1,8 +1,8 @@
 """Lore: a personal AI assistant whose heart is layered long-term memory.
 
-The public surface is small: the runtime, its settings, the error root, and the scripted
-provider for tests. Everything else is reached through them. Names load lazily, so
-`lore --help` does not pay for what it does not use.
+The public surface is small: the runtime (`build(config)`), its settings, the error
+root, and the scripted provider for tests. Everything else is reached through them.
+Names load lazily, so `lore --help` does not pay for what it does not use.
 """
 
 from __future__ import annotations
@@ -11,17 +11,26 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Config", "Lore", "LoreError", "ScriptedProvider", "__version__", "load_config"]
+__all__ = [
+    "Config",
+    "LoreError",
+    "Runtime",
+    "ScriptedProvider",
+    "__version__",
+    "build",
+    "load_config",
+]
 
 if TYPE_CHECKING:
-    from lore.app import Lore
     from lore.config import Config, load_config
     from lore.errors import LoreError
     from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import Runtime, build
 
 _WHERE = {
     "Config": "lore.config",
-    "Lore": "lore.app",
+    "Runtime": "lore.runtime",
+    "build": "lore.runtime",
     "LoreError": "lore.errors",
     "ScriptedProvider": "lore.llm.scripted",
     "load_config": "lore.config",

@@ -22,6 +22,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryFlushConfig",
     "ModelSpec",
+    "RemindersConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
     "default_home",
@@ -98,6 +99,12 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class RemindersConfig:
+    # How often a running chat or `lore serve` looks for reminders another process added.
+    poll_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -120,6 +127,7 @@ class Config:
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    reminders: RemindersConfig = field(default_factory=RemindersConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 

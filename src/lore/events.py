@@ -1,20 +1,49 @@
-"""Events the session layer emits; channels (terminal, HTTP, ...) render them."""
+"""What flows through the bus: one inbound message in, typed events out.
+
+A channel (terminal, HTTP, Telegram, LINE) turns what a person typed into an `Inbound`
+and renders the events that come back; the core never knows which channel it serves.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 __all__ = [
+    "TRUST_LEVELS",
+    "CommandOutput",
     "Emit",
     "Event",
+    "Inbound",
     "Notice",
     "ReminderDue",
     "ReplyFailed",
     "ReplyFinished",
     "TextDelta",
     "ToolCallEvent",
+    "Trust",
 ]
+
+# owner: the person Lore belongs to; member: someone in one of the owner's groups;
+# guest: anyone else a channel lets through (an API client with a limited token).
+Trust = Literal["owner", "member", "guest"]
+TRUST_LEVELS: tuple[Trust, ...] = ("owner", "member", "guest")
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One message as a channel hands it to the bus."""
+
+    scope: str  # conversation key, e.g. "cli:default", "line:group:C123"
+    channel: str  # "cli", "api", "telegram", "line", ...
+    author: str  # who wrote this message (a group has many)
+    text: str
+    trust: Trust = "owner"
+    message_id: str = ""  # the channel's id for it, when it has one
+    # The project folder the owner chose to work in (file tools, bootstrap files).
+    project: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -52,13 +81,23 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class CommandOutput:
+    """What a slash command has to say; `ok` is False when it refused or failed."""
+
+    text: str
+    ok: bool = True
+
+
+@dataclass(frozen=True)
 class ReminderDue:
     scope: str
     text: str
     reminder_id: int
     late: bool = False
-    mention: str = ""
+    mention: str = ""  # the person who set it, for channels that can mention
 
 
-Event = TextDelta | ToolCallEvent | ReplyFinished | ReplyFailed | Notice | ReminderDue
+Event = (
+    TextDelta | ToolCallEvent | ReplyFinished | ReplyFailed | Notice | CommandOutput | ReminderDue
+)
 Emit = Callable[[Event], None]

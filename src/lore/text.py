@@ -24,7 +24,15 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Terms", "display_width", "index_terms", "match_expression", "normalise", "warm_up"]
+__all__ = [
+    "Terms",
+    "display_width",
+    "index_terms",
+    "match_expression",
+    "normalise",
+    "slugify",
+    "warm_up",
+]
 
 _CJK = (
     "\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff"
@@ -216,3 +224,15 @@ def _region(word: str, start: int, *, after_consonant: bool = False) -> int:
                     return j + 1
             return len(word)
     return len(word)
+
+
+_SLUG_WORDS = 6
+_SLUG_CHARS = 48
+
+
+def slugify(text: str, *, fallback: str = "session") -> str:
+    """A safe ASCII kebab-case file-name part ("Trip to Hualien!" -> "trip-to-hualien")."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())[:_SLUG_WORDS]
+    slug = "-".join(words)[:_SLUG_CHARS].strip("-")
+    return slug or fallback

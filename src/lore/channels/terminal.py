@@ -1,8 +1,10 @@
 """The terminal channel: renders events, reads input with prompt_toolkit, runs one-shots.
 
 Interactive: Enter sends, Alt+Enter (Esc Enter) inserts a new line, Tab completes slash
-commands, Ctrl+C cancels a reply (or exits at an empty prompt), Ctrl+D exits. Anything
-printed while the prompt is up (a reminder) appears above it without breaking the line.
+commands, Ctrl+C cancels a reply (or exits at an empty prompt), Ctrl+D or /exit exits,
+SIGTERM stops cleanly (a reply cut short keeps what was shown). Anything printed while
+the prompt is up (a reminder) appears above it without breaking the line. While a chat
+runs it delivers its own conversation's reminders; `lore serve` leaves them to it.
 One-shot (`lore chat -m`): the reply alone on stdout, everything else on stderr.
 """
 
@@ -13,9 +15,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from lore.core.builtin_commands import ExitChat
-from lore.core.conversation import UnknownCommand
 from lore.events import (
+    CommandOutput,
     Event,
     Notice,
     ReminderDue,
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
 
     from prompt_toolkit import PromptSession
 
-    from lore.app import Lore
+    from lore.bus import Conversation
     from lore.channels.terminal_approval import TerminalApprover
-    from lore.core.conversation import Conversation
     from lore.reminders.scheduler import Scheduler
+    from lore.runtime import Runtime
 
 __all__ = ["Renderer", "run_interactive", "run_once"]
 
@@ -79,6 +80,12 @@ class Renderer:
             stream = self.out if self.interactive and event.cancelled else self.err
             stream.write(self._style("31" if not event.cancelled else "2", text) + "\n")
             stream.flush()
+        elif isinstance(event, CommandOutput):
+            stream = self.out if event.ok or self.interactive else self.err
+            if event.text:
+                prefix = "" if event.ok or self.interactive else "lore: "
+                stream.write(prefix + event.text.rstrip("\n") + "\n")
+                stream.flush()
         elif isinstance(event, ReminderDue):
             stream = self.out if self.interactive else self.err
             self.end_line()
@@ -99,8 +106,13 @@ def _short(text: str, limit: int = 100) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+# The terminal's own commands and words: /exit, and the keys.
+EXIT = "/exit"
+KEYS = "Enter sends; Alt+Enter (Esc Enter) inserts a new line; Ctrl+D or /exit exits."
+
+
 async def run_once(
-    lore: Lore, key: str, text: str, *, out: TextIO, err: TextIO, project: Path | None = None
+    lore: Runtime, key: str, text: str, *, out: TextIO, err: TextIO, project: Path | None = None
 ) -> int:
     """One message or slash command; the reply on `out`; exit code 0 on success."""
     renderer = Renderer(out, err, interactive=False)
@@ -109,30 +121,25 @@ async def run_once(
     conversation = lore.conversation(key, emit=renderer.emit, approver=approver, project=project)
     _local_notice(lore, err)
     await _close_if_idle(lore, key, renderer)
-    try:
-        result = await conversation.send(text)
-    except UnknownCommand as exc:
-        err.write(f"lore: {exc}\n")
-        return 1
-    except ExitChat:
+    if text.strip() == EXIT:
         return 0
+    try:
+        outcome = await conversation.send(text)
     finally:
         await lore.background.drain()
-    if isinstance(result, str):
-        if result:
-            out.write(result.rstrip("\n") + "\n")
-        return 0
-    return 1 if renderer.failed else 0
+    if text.strip() == "/help":
+        out.write(KEYS + "\n")
+    return 0 if outcome.ok else 1
 
 
-async def run_interactive(lore: Lore, key: str, *, project: Path | None = None) -> int:
+async def run_interactive(lore: Runtime, key: str, *, project: Path | None = None) -> int:
     from prompt_toolkit.patch_stdout import patch_stdout
 
     prompt = _prompt_session(lore)
     _local_notice(lore, sys.stdout)
     where = f" · project {project}" if project is not None else ""
     print(f"Lore · {lore.config.model_spec()} · {key}{where} · /help for commands, Ctrl+D to exit")
-    with patch_stdout(raw=True):
+    with patch_stdout(raw=True), lore.sessions.attach(key) as attached:
         # Created inside patch_stdout: whatever is printed while the prompt is up (a
         # reminder, a background notice) goes above it without breaking the typed line.
         renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
@@ -140,24 +147,29 @@ async def run_interactive(lore: Lore, key: str, *, project: Path | None = None) 
         conversation = lore.conversation(
             key, emit=renderer.emit, approver=_approver(lore, sys.stdout, renderer), project=project
         )
-        scheduler = _start_scheduler(lore, key, renderer)
-        try:
-            while True:
-                try:
-                    text = await prompt.prompt_async("› ")
-                except (EOFError, KeyboardInterrupt):
-                    break
-                if not text.strip():
-                    continue
-                if not await _dispatch(conversation, text, renderer):
-                    break
-        finally:
-            scheduler.stop()
-            await lore.background.drain()
+        with lore.bus.attach(key, renderer.emit):
+            # Only one terminal delivers a conversation's reminders: the first to show it.
+            scheduler = _start_scheduler(lore, key) if attached else None
+            stop = _on_sigterm(lore, prompt)
+            try:
+                while not stop.is_set():
+                    try:
+                        text = await prompt.prompt_async("› ")
+                    except (EOFError, KeyboardInterrupt):
+                        break
+                    if not text.strip():
+                        continue
+                    if text.strip() == EXIT:
+                        break
+                    await _dispatch(conversation, text, stop)
+            finally:
+                if scheduler is not None:
+                    scheduler.stop()
+                await lore.background.drain()
     return 0
 
 
-async def _close_if_idle(lore: Lore, key: str, renderer: Renderer) -> None:
+async def _close_if_idle(lore: Runtime, key: str, renderer: Renderer) -> None:
     """A conversation left idle too long starts fresh; the old one is archived, not lost."""
     from lore.sessions.closing import close_if_idle
 
@@ -168,47 +180,63 @@ async def _close_if_idle(lore: Lore, key: str, renderer: Renderer) -> None:
         )
 
 
-def _start_scheduler(lore: Lore, key: str, renderer: Renderer) -> Scheduler:
+def _start_scheduler(lore: Runtime, key: str) -> Scheduler:
     from lore.reminders.delivery import session_delivery
     from lore.reminders.scheduler import Scheduler
 
-    # Only this conversation's reminders: other conversations' are `lore serve`'s to deliver.
-    deliver = session_delivery(lore.session, renderer.emit)
-    scheduler = Scheduler(lore.reminders, lore.clock, deliver, scope=key)
+    # Only this conversation's reminders: other conversations' are `lore serve`'s.
+    deliver = session_delivery(lore.sessions, lore.bus.route)
+    poll = lore.config.reminders.poll_seconds
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver, scope=key, max_sleep=poll)
     lore.background.spawn(scheduler.run_forever, name="reminders")
     return scheduler
 
 
-async def _dispatch(conversation: Conversation, text: str, renderer: Renderer) -> bool:
-    """Run one input; False when the chat should end."""
+def _on_sigterm(lore: Runtime, prompt: PromptSession[str]) -> asyncio.Event:
+    """SIGTERM: stop reading, and let a reply cut short keep what was shown."""
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    task = asyncio.create_task(conversation.send(text))
+
+    def stopping() -> None:
+        lore.bus.stop()
+        stop.set()
+        for task in asyncio.all_tasks(loop):
+            if task.get_name() == "lore-turn":
+                task.cancel()
+        if prompt.app.is_running:
+            prompt.app.exit(exception=EOFError())
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stopping)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
+        pass
+    return stop
+
+
+async def _dispatch(conversation: Conversation, text: str, stop: asyncio.Event) -> None:
+    """Run one input; Ctrl+C cancels it."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.create_task(conversation.send(text), name="lore-turn")
     try:
         loop.add_signal_handler(signal.SIGINT, task.cancel)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
         pass
     try:
-        result = await task
+        outcome = await task
     except asyncio.CancelledError:
         if not task.cancelled():
             raise
-        return True
-    except UnknownCommand as exc:
-        print(exc)
-        return True
-    except ExitChat:
-        return False
+        return
     finally:
         try:
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError):  # pragma: no cover
             pass
-    if isinstance(result, str) and result:
-        print(result)
-    return True
+    if outcome.command is not None and text.strip() == "/help":
+        print(KEYS)
 
 
-def _prompt_session(lore: Lore) -> PromptSession[str]:
+def _prompt_session(lore: Runtime) -> PromptSession[str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.filters import completion_is_selected
@@ -220,11 +248,9 @@ def _prompt_session(lore: Lore) -> PromptSession[str]:
             text = document.text_before_cursor
             if not text.startswith("/") or " " in text:
                 return
-            for command in lore.commands:
-                if command.name.startswith(text[1:]):
-                    yield Completion(
-                        "/" + command.name, start_position=-len(text), display_meta=command.summary
-                    )
+            for name, summary in [*((c.name, c.summary) for c in lore.commands), _EXIT_ENTRY]:
+                if name.startswith(text[1:]):
+                    yield Completion("/" + name, start_position=-len(text), display_meta=summary)
 
     bindings = KeyBindings()
 
@@ -239,7 +265,7 @@ def _prompt_session(lore: Lore) -> PromptSession[str]:
         if buffer.complete_state and buffer.complete_state.current_completion:
             buffer.apply_completion(buffer.complete_state.current_completion)
         command = lore.commands.get(buffer.text.strip()[1:])
-        if command is not None and not command.usage:
+        if buffer.text.strip() == EXIT or (command is not None and not command.usage):
             buffer.validate_and_handle()  # nothing more to type: run it
         else:
             buffer.insert_text(" ")
@@ -262,7 +288,7 @@ def _prompt_session(lore: Lore) -> PromptSession[str]:
     )
 
 
-def _approver(lore: Lore, stream: TextIO, renderer: Renderer) -> TerminalApprover:
+def _approver(lore: Runtime, stream: TextIO, renderer: Renderer) -> TerminalApprover:
     from lore.channels.terminal_approval import TerminalApprover
 
     return TerminalApprover(
@@ -270,9 +296,12 @@ def _approver(lore: Lore, stream: TextIO, renderer: Renderer) -> TerminalApprove
     )
 
 
-def _local_notice(lore: Lore, stream: TextIO) -> None:
+def _local_notice(lore: Runtime, stream: TextIO) -> None:
     if lore.config.model_spec().provider == "local":
         from lore.llm.local import LOCAL_NOTICE
 
         stream.write(LOCAL_NOTICE + "\n")
         stream.flush()
+
+
+_EXIT_ENTRY = ("exit", "leave the chat (also Ctrl+D)")

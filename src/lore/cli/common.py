@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
 __all__ = [
     "add_common",
@@ -56,19 +56,19 @@ def show_usage(parser: argparse.ArgumentParser) -> int:
 
 def load_runtime(
     args: argparse.Namespace, *, console_log_level: int = logging.ERROR, **flags: Any
-) -> Lore:
-    from lore.app import Lore
+) -> Runtime:
     from lore.config import load_config
     from lore.logs import configure_logging
+    from lore.runtime import build
 
     values = {"home": getattr(args, "home", None), "model": getattr(args, "model", None), **flags}
     config = load_config(flags=values)
     configure_logging(config.home, console_level=console_log_level)
-    return Lore(config)
+    return build(config)
 
 
 @contextmanager
-def runtime(args: argparse.Namespace) -> Iterator[Lore]:
+def runtime(args: argparse.Namespace) -> Iterator[Runtime]:
     """The runtime for one command that needs no model, its database closed afterwards."""
     lore = load_runtime(args)
     try:

@@ -40,15 +40,21 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from lore.backends.local.workspace_git import dream_log, dream_restore, dream_versions
     from lore.memory.dream import run_dream
+    from lore.memory.dream_history import dream_log, dream_restore, dream_versions
 
     lore = load_runtime(args)
     if args.log is not None:
-        print(dream_log(lore, args.log or None))
+        print(dream_log(lore.versions, args.log or None))
         return 0
     if args.restore is not None:
-        print(dream_restore(lore, args.restore) if args.restore else dream_versions(lore))
+        lock = lore.workspace.memory_dir / ".dream.lock"
+        versions = lore.versions
+        print(
+            dream_restore(versions, lock, args.restore)
+            if args.restore
+            else dream_versions(versions)
+        )
         return 0
 
     async def main() -> int:

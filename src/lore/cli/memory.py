@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from lore.cli.common import add_scoped, print_json, runtime, show_usage
 
 if TYPE_CHECKING:
-    from lore.app import Lore
     from lore.ports.memories import Memory
+    from lore.runtime import Runtime
 
 __all__ = ["register"]
 
@@ -196,7 +196,7 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _line(memory: Memory, lore: Lore) -> str:
+def _line(memory: Memory, lore: Runtime) -> str:
     date = f"{memory.updated_at.astimezone(lore.zone):%Y-%m-%d}"
     line = f"#{memory.id} [{memory.kind}] {memory.content} (noted by {memory.author}, {date})"
     if memory.keywords:
@@ -204,7 +204,7 @@ def _line(memory: Memory, lore: Lore) -> str:
     return line
 
 
-def _parse_expiry(text: str, lore: Lore, now: datetime) -> datetime:
+def _parse_expiry(text: str, lore: Runtime, now: datetime) -> datetime:
     from lore.errors import InvalidInputError
 
     try:

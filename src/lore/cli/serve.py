@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lore.cli.common import add_common, load_runtime
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.runtime import Runtime
 
 __all__ = ["register"]
 
@@ -43,19 +43,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def serve(lore: Lore, *, once: bool = False) -> None:
+async def serve(lore: Runtime, *, once: bool = False) -> None:
     """Run the scheduler, idle close and Dream until stopped (one pass with `once`)."""
     import asyncio
     import signal
     import sys
 
-    from lore.backends.local.reminders import DueReminder
-    from lore.reminders.delivery import session_delivery
+    from lore.reminders.delivery import Delivery, session_delivery
     from lore.reminders.scheduler import Scheduler
 
-    into_session = session_delivery(lore.session)
+    # Into the conversation's session, and to the channel serving its scope, if any.
+    into_session = session_delivery(lore.sessions, lore.bus.route)
 
-    async def deliver(due: DueReminder) -> None:
+    async def deliver(due: Delivery) -> None:
         await into_session(due)
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""
@@ -63,10 +63,15 @@ async def serve(lore: Lore, *, once: bool = False) -> None:
         try:
             print(line, flush=True)
         except OSError as exc:
-            # It is delivered: a failure now would release it and deliver it twice.
+            # It is delivered: a failure now would only deliver it again.
             log.warning("could not print %r: %s", line, exc)
 
-    scheduler = Scheduler(lore.reminders, lore.clock, deliver)
+    # A conversation a terminal is showing gets its reminders from that terminal.
+    def accepts(scope: str) -> bool:
+        return not lore.sessions.attached(scope)
+
+    poll = lore.config.reminders.poll_seconds
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver, accepts=accepts, max_sleep=poll)
     try:
         # A service manager stops us with SIGTERM: finish the delivery in hand, then exit.
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, scheduler.stop)

@@ -45,11 +45,10 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from lore.sessions.closing import session_archive
     from lore.sessions.tools import describe_session
 
     lore = load_runtime(args)
-    entries = session_archive(lore).entries()
+    entries = lore.sessions.archive.entries()
     if args.session:
         entries = [e for e in entries if e.key == args.session]
     if args.slug:
@@ -70,11 +69,10 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
-    from lore.sessions.closing import session_archive
     from lore.sessions.tools import Page, render_message
 
     lore = load_runtime(args)
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     wanted = args.session_id.strip().lower()
     matches = [e for e in archive.entries() if e.session_id.startswith(wanted)]
     if not matches:

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     from lore.config import load_config
-    from lore.skills import load_skills
+    from lore.tools.skills import load_skills
 
     config = load_config(flags={"home": args.home, "model": args.model})
     skills = load_skills(config.workspace)

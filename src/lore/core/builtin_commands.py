@@ -1,46 +1,41 @@
-"""Slash commands every conversation has: /help, /status, /exit."""
+"""Slash commands every conversation has: /help and /status."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.core.commands import Command
+from lore.core.commands import Command, CommandContext
+from lore.core.feature import Feature
 
 if TYPE_CHECKING:
-    from lore.core.conversation import Conversation
+    from lore.core.services import Services
 
-__all__ = ["ExitChat", "make_commands"]
-
-
-class ExitChat(Exception):
-    """Raised by /exit; the terminal ends the chat."""
+__all__ = ["core_feature"]
 
 
-async def _help(conversation: Conversation, args: str) -> str:
-    return conversation.lore.commands.help_text()
+def core_feature(services: Services) -> Feature:
+    return Feature(
+        "core",
+        commands=[
+            Command("help", "list the commands", _help),
+            Command("status", "model, conversation and session in use", _status),
+        ],
+    )
 
 
-async def _status(conversation: Conversation, args: str) -> str:
-    lore = conversation.lore
-    session = conversation.session
+async def _help(ctx: CommandContext, args: str) -> str:
+    return ctx.lore.commands.help_text()
+
+
+async def _status(ctx: CommandContext, args: str) -> str:
+    lore = ctx.lore
+    session = ctx.session
     session.refresh()
     lines = [
         f"model:         {lore.config.model_spec()}",
-        f"conversation:  {conversation.scope} (session {session.meta.session_id[:8]})",
+        f"conversation:  {ctx.scope} (session {session.meta.session_id[:8]})",
         f"messages:      {len(session.messages)} ({session.meta.last_consolidated} consolidated)",
-        f"speaking as:   {conversation.author}",
+        f"speaking as:   {ctx.author} ({ctx.trust})",
         f"home:          {lore.config.home}",
     ]
     return "\n".join(lines)
-
-
-async def _exit(conversation: Conversation, args: str) -> str:
-    raise ExitChat()
-
-
-def make_commands() -> list[Command]:
-    return [
-        Command("help", "list the commands", _help),
-        Command("status", "model, conversation and session in use", _status),
-        Command("exit", "leave the chat (also Ctrl+D)", _exit),
-    ]

@@ -1,7 +1,9 @@
 """The slash-command registry: one table drives dispatch, `/help` and tab completion.
 
-A handler receives the conversation and the text after the command name, and returns
-what to show the user (or None). Unknown commands never reach the model.
+A handler receives the command's context (who, where, the services) and the text after
+the command name, and returns what to show the user (or None); the dispatcher emits it
+as a `CommandOutput` event. Unknown commands never reach the model. Channels may add
+commands of their own (the terminal's /exit) and wording of their own (key bindings).
 """
 
 from __future__ import annotations
@@ -12,12 +14,33 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lore.errors import LoreError
+from lore.events import CommandOutput, Emit, Inbound, Trust
+
 if TYPE_CHECKING:
-    from lore.core.conversation import Conversation
+    from lore.core.services import Services
+    from lore.ports.sessions import LiveSession
 
-__all__ = ["Command", "CommandRegistry", "Handler", "is_command"]
+__all__ = ["Command", "CommandContext", "CommandRegistry", "Handler", "is_command", "run_command"]
 
-Handler = Callable[["Conversation", str], Awaitable[str | None]]
+
+@dataclass(frozen=True)
+class CommandContext:
+    """Who runs a command, where, and with what."""
+
+    lore: Services
+    scope: str
+    author: str
+    channel: str
+    trust: Trust
+    emit: Emit
+
+    @property
+    def session(self) -> LiveSession:
+        return self.lore.session(self.scope)
+
+
+Handler = Callable[[CommandContext, str], Awaitable[str | CommandOutput | None]]
 
 _COMMAND = re.compile(r"/[^\W\d_][\w-]*(?:\s|$)")
 
@@ -71,5 +94,23 @@ class CommandRegistry:
         for command in self:
             label = f"/{command.name}" + (f" {command.usage}" if command.usage else "")
             lines.append(f"  {label.ljust(width)} {command.summary}")
-        lines.append("Enter sends; Alt+Enter (Esc Enter) inserts a new line; Ctrl+D exits.")
         return "\n".join(lines)
+
+
+async def run_command(services: Services, inbound: Inbound, emit: Emit) -> CommandOutput:
+    """Dispatch one slash command and emit what it says; an unknown name is refused."""
+    name, *args = inbound.text.strip()[1:].split(maxsplit=1)
+    command = services.commands.get(name)
+    if command is None:
+        output = CommandOutput(services.commands.unknown_message(name), ok=False)
+    else:
+        ctx = CommandContext(
+            services, inbound.scope, inbound.author, inbound.channel, inbound.trust, emit
+        )
+        try:
+            said = await command.handler(ctx, args[0] if args else "")
+        except LoreError as exc:  # refused: bad id, bad input
+            said = CommandOutput(str(exc), ok=False)
+        output = said if isinstance(said, CommandOutput) else CommandOutput(said or "")
+    emit(output)
+    return output

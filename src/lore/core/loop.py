@@ -46,7 +46,13 @@ async def run_tool_loop(
     max_tokens: int,
     now_iso: str,
     on_round: Callable[[list[Message]], None] | None = None,
+    keep_going: Callable[[int, Usage, list[Message]], bool] | None = None,
+    final_answer: bool = True,
+    temperature: float | None = None,
 ) -> TurnResult:
+    """Call the model, run its tool calls, repeat. After `max_rounds` tool rounds the
+    model must answer without tools (`final_answer`), or the loop just stops; after each
+    round `keep_going(rounds, usage, added)` may stop it early (Dream's budgets)."""
     started = time.monotonic()
     added: list[Message] = []
     input_tokens = output_tokens = first_prompt_tokens = 0
@@ -54,11 +60,14 @@ async def run_tool_loop(
     rounds = 0
     while True:
         final_round = rounds >= max_rounds
+        if final_round and not final_answer:
+            break
         request = ChatRequest(
             system=system if not final_round else f"{system}\n\n{ROUNDS_EXHAUSTED}",
             messages=[*history, *added],
             tools=[] if final_round else specs,
             max_tokens=max_tokens,
+            temperature=temperature,
         )
         completion = await _stream_one(provider, request, emit)
         if completion.usage:
@@ -88,7 +97,10 @@ async def run_tool_loop(
             added.append(tool_message)
         if on_round is not None:
             on_round(added[round_start:])
-    text = added[-1].get("content") or ""
+        so_far = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        if keep_going is not None and not keep_going(rounds, so_far, added):
+            break
+    text = next((m.get("content") or "" for m in reversed(added) if m["role"] == "assistant"), "")
     usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
     emit(ReplyFinished(text, input_tokens, output_tokens))
     return TurnResult(added, text, usage, rounds, time.monotonic() - started, first_prompt_tokens)

@@ -37,7 +37,9 @@ class ToolContext:
     now: datetime
     timezone: str
     channel: str = "cli"
-    owner: bool = True  # one of the owner's conversations: file and shell tools are offered
+    trust: str = "owner"  # of the speaker: owner | member | guest
+    owner: bool = True  # the owner speaking in one of the owner's conversations
+    tools_enabled: bool = True  # the model can call tools this turn
     project: Path | None = None  # the chosen project folder; None: the agent workspace
     approver: Approver | None = None  # who answers a tool's "may I?"; None: no one can
     # What the trust policy decided for the call being run, recorded with its result.
@@ -82,7 +84,7 @@ class ToolRegistry:
         return [name for name in self._tools if self._visible(name, ctx)]
 
     def specs(self, ctx: ToolContext | None = None) -> list[ToolSpec]:
-        """The tools offered to the model; owner-only ones only in the owner's conversations."""
+        """The tools offered to the model; owner-only ones only to the owner."""
         return [
             ToolSpec(t.name, t.description, t.parameters)
             for t in self._tools.values()

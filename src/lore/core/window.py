@@ -1,9 +1,10 @@
 """The history window: the legal, budgeted slice of a live session sent to the model.
 
-Legal means: nothing already consolidated, it starts at a user message (never an orphan
-tool result or a reply without its question), every tool call has its results right
-after it and every tool result its call (a transcript torn by a crash or with a corrupt
-line may break a pair; providers reject such a request), and it fits the token budget.
+Legal means: nothing already consolidated, nothing the user cancelled, it starts at a
+user message (never an orphan tool result or a reply without its question), every tool
+call has its results right after it and every tool result its call (a transcript torn by
+a crash or with a corrupt line may break a pair; providers reject such a request), and
+it fits the token budget.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def _paired(messages: Sequence[Message]) -> list[Message]:
     while index < len(messages):
         message = messages[index]
         index += 1
+        if message.get("cancelled"):
+            continue  # a turn the user cancelled never happened, as far as the model knows
         if message.get("role") == "tool":
             continue  # not right after its call
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None

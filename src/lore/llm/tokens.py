@@ -107,6 +107,14 @@ class TokenCounter:
         ratio = self._ratio + _SMOOTHING * (target - self._ratio)
         self._ratio = min(_RATIO_MAX, max(_RATIO_MIN, ratio))
 
+    def at_least(self, estimated: int, actual: int) -> None:
+        """A request estimated at `estimated` is known to be at least `actual` tokens (the
+        provider refused it as too long): count high enough at once, without smoothing."""
+        if estimated <= 0 or actual <= 0:
+            return
+        target = self._ratio * actual / estimated
+        self._ratio = min(_RATIO_MAX, max(self._ratio, target))
+
     def _raw(self, text: str) -> int:
         if not text:
             return 0

@@ -12,8 +12,7 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from lore.backends.local.memories import MemoryStore
-from lore.ports.memories import Memory
+from lore.ports.memories import Memory, MemoryStore
 from lore.text import display_width
 
 __all__ = [

@@ -1,19 +1,24 @@
-"""Slash commands for memory: /memory, /remember TEXT, /forget ID. They work without a model."""
+"""Slash commands for memory: /memory, /remember TEXT, /forget ID (no model needed), and
+Dream's /dream, /dream-log, /dream-restore."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from lore.core.commands import Command
-from lore.errors import InvalidInputError, NotFoundError
+from lore.errors import InvalidInputError, LoreError, NotFoundError
+from lore.events import CommandOutput
 
 if TYPE_CHECKING:
-    from lore.core.conversation import Conversation
+    from pathlib import Path
 
-__all__ = ["make_commands"]
+    from lore.core.commands import CommandContext
+    from lore.core.services import Services
+
+__all__ = ["dream_commands", "memory_commands"]
 
 
-def make_commands() -> list[Command]:
+def memory_commands() -> list[Command]:
     return [
         Command("memory", "show the memory block exactly as the model sees it", _show),
         Command("remember", "note a long-term fact for this conversation", _remember, "TEXT"),
@@ -21,7 +26,26 @@ def make_commands() -> list[Command]:
     ]
 
 
-async def _show(conversation: Conversation, args: str) -> str:
+def dream_commands() -> list[Command]:
+    return [
+        Command("dream", "fold recent history into MEMORY.md, USER.md, SOUL.md now", _dream),
+        Command("dream-log", "show what a Dream changed (latest, or SHA)", _dream_log, "[SHA]"),
+        Command(
+            "dream-restore",
+            "list Dream versions, or undo one as a new version",
+            _dream_restore,
+            "[SHA]",
+        ),
+    ]
+
+
+_NOT_OWNER = (
+    "Dream and the curated files belong to the owner's conversations; "
+    "this conversation cannot run or change them."
+)
+
+
+async def _show(conversation: CommandContext, args: str) -> str | CommandOutput:
     from lore.memory.block import render_memory_block
 
     lore = conversation.lore
@@ -55,9 +79,9 @@ _VIA = {
 }
 
 
-async def _remember(conversation: Conversation, args: str) -> str:
+async def _remember(conversation: CommandContext, args: str) -> str | CommandOutput:
     if not args.strip():
-        return "Usage: /remember TEXT"
+        return CommandOutput("Usage: /remember TEXT", ok=False)
     try:
         memory, created = conversation.lore.memory.remember(
             conversation.scope,
@@ -67,16 +91,16 @@ async def _remember(conversation: Conversation, args: str) -> str:
             now=conversation.lore.clock.now(),
         )
     except InvalidInputError as exc:
-        return f"Not remembered: {exc}"
+        return CommandOutput(f"Not remembered: {exc}", ok=False)
     if not created:
         return f"Already noted as #{memory.id}."
     return f"Noted #{memory.id}: {memory.content}"
 
 
-async def _forget(conversation: Conversation, args: str) -> str:
+async def _forget(conversation: CommandContext, args: str) -> str | CommandOutput:
     text = args.strip().lstrip("#")
     if not text.isdecimal():
-        return "Usage: /forget ID (the number after # in /memory)"
+        return CommandOutput("Usage: /forget ID (the number after # in /memory)", ok=False)
     try:
         conversation.lore.memory.forget(
             conversation.scope,
@@ -86,5 +110,46 @@ async def _forget(conversation: Conversation, args: str) -> str:
             now=conversation.lore.clock.now(),
         )
     except (NotFoundError, InvalidInputError) as exc:
-        return f"Nothing forgotten: {exc}"
+        return CommandOutput(f"Nothing forgotten: {exc}", ok=False)
     return f"Forgot #{text}."
+
+
+async def _dream(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.memory.dream import run_dream
+
+    if not conversation.lore.config.is_owner_scope(conversation.scope):
+        return CommandOutput(_NOT_OWNER, ok=False)
+    try:
+        result = await run_dream(conversation.lore)
+    except LoreError as exc:  # DreamBusy, or git refusing
+        return str(exc)
+    return result.describe()
+
+
+async def _dream_log(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.memory.dream_history import dream_log
+
+    if not conversation.lore.config.is_owner_scope(conversation.scope):
+        return CommandOutput(_NOT_OWNER, ok=False)
+    try:
+        return dream_log(conversation.lore.versions, args.strip() or None)
+    except LoreError as exc:
+        return str(exc)
+
+
+async def _dream_restore(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.memory.dream_history import dream_restore, dream_versions
+
+    if not conversation.lore.config.is_owner_scope(conversation.scope):
+        return CommandOutput(_NOT_OWNER, ok=False)
+    sha = args.strip()
+    try:
+        if not sha:
+            return dream_versions(conversation.lore.versions)
+        return dream_restore(conversation.lore.versions, _dream_lock(conversation.lore), sha)
+    except LoreError as exc:
+        return str(exc)
+
+
+def _dream_lock(lore: Services) -> Path:
+    return lore.workspace.memory_dir / ".dream.lock"

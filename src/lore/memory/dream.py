@@ -24,22 +24,18 @@ from datetime import tzinfo
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from lore.backends.local.files import try_lock
-from lore.backends.local.history import History, HistoryEntry
-from lore.backends.local.workspace_git import (
-    COMMIT_PREFIX,
-    CURATED,
-    CURSOR_COMMIT,
-    CURSOR_PATH,
-    WorkspaceGit,
-)
+from lore.core.loop import run_tool_loop
 from lore.core.tools import ToolContext, ToolRegistry, required_str
 from lore.errors import LoreError, ToolError
-from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.consolidation import local_minute
+from lore.events import Event
+from lore.files import try_lock
+from lore.llm.base import Message, Usage
+from lore.memory.dream_history import COMMIT_PREFIX, CURATED, CURSOR_COMMIT, CURSOR_PATH
+from lore.memory.transcript import local_minute
+from lore.ports.notes import HistoryEntry
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
 __all__ = [
     "CURATED",
@@ -98,17 +94,17 @@ class DreamResult:
         return f"Dream read {self.entries} history entries: {files}{version}. {self.message}"
 
 
-async def run_dream(lore: Lore) -> DreamResult:
+async def run_dream(lore: Services) -> DreamResult:
     """One Dream run. Raises `DreamBusy` if another run holds the workspace."""
     settings = lore.config.dream
     root = lore.workspace.root
-    history = History(lore.workspace.memory_dir)
+    history = lore.history
     with _exclusive(lore.workspace.memory_dir / ".dream.lock"):
         batch = history.entries(history.dream_cursor(), limit=settings.max_entries)
         if not batch:
             return DreamResult("nothing-new", message="Nothing new for Dream since the last run.")
         entries, last_cursor = _select(lore, batch)
-        git = WorkspaceGit(root)
+        git = lore.versions
         versioned = git.ensure()
         if not entries:
             history.set_dream_cursor(last_cursor)
@@ -141,7 +137,7 @@ async def run_dream(lore: Lore) -> DreamResult:
         return DreamResult("done", len(entries), changed, sha, note, rounds, tokens)
 
 
-async def dream_forever(lore: Lore, interval: float | None = None) -> None:
+async def dream_forever(lore: Services, interval: float | None = None) -> None:
     """For `lore serve`: dream every `interval` seconds (default: dream.interval_hours)."""
     seconds = interval if interval is not None else lore.config.dream.interval_hours * 3600
     if seconds <= 0:
@@ -164,7 +160,7 @@ async def dream_forever(lore: Lore, interval: float | None = None) -> None:
             await asyncio.sleep(seconds)  # nothing ever consumed: wait a full interval
 
 
-def _select(lore: Lore, batch: list[HistoryEntry]) -> tuple[list[HistoryEntry], int]:
+def _select(lore: Services, batch: list[HistoryEntry]) -> tuple[list[HistoryEntry], int]:
     """Owner entries that fit the run's input budget, and the cursor the run may reach."""
     budget = lore.config.dream.max_tokens // 3
     chosen: list[HistoryEntry] = []
@@ -182,8 +178,11 @@ def _select(lore: Lore, batch: list[HistoryEntry]) -> tuple[list[HistoryEntry], 
 
 
 async def _rounds(
-    lore: Lore, entries: list[HistoryEntry], files: _CuratedFiles
+    lore: Services, entries: list[HistoryEntry], files: _CuratedFiles
 ) -> tuple[int, int, str]:
+    """Dream through the one tool loop, with its own three file tools and its limits: at
+    most `max_rounds` rounds and `max_tokens` in all; a round that changes nothing (after
+    the first, which may just read) ends the run."""
     settings = lore.config.dream
     tools = ToolRegistry([_ReadFile(files), _WriteFile(files), _EditFile(files)])
     ctx = ToolContext(
@@ -196,48 +195,40 @@ async def _rounds(
         channel="dream",
     )
     messages: list[Message] = [{"role": "user", "content": _input(entries, files, lore.zone)}]
-    used = rounds = 0
-    note = ""
-    while rounds < settings.max_rounds and used < settings.max_tokens:
-        rounds += 1
-        request = ChatRequest(
-            system=DREAM_PROMPT,
-            messages=list(messages),
-            tools=tools.specs(),
-            max_tokens=min(_REPLY_TOKENS, max(settings.max_tokens - used, 256)),
-            temperature=0,
-        )
-        completion = await complete(lore.provider, request)
-        if completion.usage and completion.usage.input_tokens:
-            used += completion.usage.input_tokens + completion.usage.output_tokens
-        else:
-            used += lore.tokens.count_messages(messages, DREAM_PROMPT)
-            used += lore.tokens.count(completion.text)
-        note = completion.text.strip() or note
-        if not completion.tool_calls:
-            break
-        messages.append(
-            {
-                "role": "assistant",
-                "content": completion.text,
-                "tool_calls": [call.to_dict() for call in completion.tool_calls],
-            }
-        )
-        changes = files.changes
-        for call in completion.tool_calls:
-            result = await tools.call(call, ctx)
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": result.content,
-                }
-            )
-        # A round that changed nothing ends the run; only the first may just read.
-        if files.changes == changes and rounds > 1:
-            break
-    return rounds, used, note
+    changes = [files.changes]
+    used = [0]
+
+    def keep_going(rounds: int, usage: Usage, added: list[Message]) -> bool:
+        if usage.input_tokens:
+            used[0] = usage.input_tokens + usage.output_tokens
+        else:  # the provider reports no usage: estimate what was sent and received
+            used[0] = lore.tokens.count_messages([*messages, *added], DREAM_PROMPT)
+        changed = files.changes != changes[-1]
+        changes.append(files.changes)
+        return used[0] < settings.max_tokens and (changed or rounds == 1)
+
+    result = await run_tool_loop(
+        lore.provider,
+        system=DREAM_PROMPT,
+        history=messages,
+        tools=tools,
+        ctx=ctx,
+        emit=_ignore,
+        max_rounds=settings.max_rounds,
+        max_tokens=min(_REPLY_TOKENS, max(settings.max_tokens, 256)),
+        now_iso=ctx.now.isoformat(timespec="seconds"),
+        keep_going=keep_going,
+        final_answer=False,
+        temperature=0,
+    )
+    if result.usage.input_tokens:
+        used[0] = result.usage.input_tokens + result.usage.output_tokens
+    requests = sum(1 for m in result.messages if m["role"] == "assistant")
+    return requests, used[0], result.text.strip()
+
+
+def _ignore(event: Event) -> None:
+    """Dream runs unattended: its stream has no one to show it to."""
 
 
 def _input(entries: list[HistoryEntry], files: _CuratedFiles, zone: tzinfo) -> str:

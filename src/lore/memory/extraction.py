@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import InvalidInputError, LoreError, NotFoundError
 from lore.events import Notice
 from lore.llm.base import ChatRequest, Provider, complete
-from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, Source
+from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, MemoryStore, Source
 
 if TYPE_CHECKING:
-    from lore.app import Lore
-    from lore.core.conversation import CompletedTurn, Conversation
+    from lore.core.services import Services
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit
 
 __all__ = [
     "EXTRACTION_PROMPT",
@@ -28,7 +29,6 @@ __all__ = [
     "Op",
     "apply_ops",
     "extract",
-    "install",
     "parse_ops",
 ]
 
@@ -91,23 +91,17 @@ class Op:
     keywords: tuple[str, ...] = ()
 
 
-def install(lore: Lore) -> None:
-    if lore.config.extraction.enabled:
-        lore.after_turn.append(extract_after_turn)
-
-
-async def extract_after_turn(conversation: Conversation, turn: CompletedTurn) -> None:
+async def extract_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
     """The after-turn hook: extraction for the turn just persisted, notices to the user."""
-    lore = conversation.lore
     provider = _extraction_provider(lore)
     if provider is None:
         return
     notices = await extract(lore, provider, turn)
     for text in notices:
-        conversation.emit(Notice(text))
+        emit(Notice(text))
 
 
-async def extract(lore: Lore, provider: Provider, turn: CompletedTurn) -> list[str]:
+async def extract(lore: Services, provider: Provider, turn: CompletedTurn) -> list[str]:
     """Run extraction for one turn (retried once); returns the notices for the user."""
     now = lore.clock.now()
     candidates = candidate_memories(lore, turn.scope, turn.user_text)
@@ -123,7 +117,9 @@ async def extract(lore: Lore, provider: Provider, turn: CompletedTurn) -> list[s
             completion = await complete(provider, request)
             ops = parse_ops(completion.text, {m.id for m in candidates})
             source = Source(turn.session_id, turn.user_index)
-            return apply_ops(lore, turn.scope, ops, author=turn.author, source=source, now=now)
+            return apply_ops(
+                lore.memory, turn.scope, ops, author=turn.author, source=source, now=now
+            )
         except LoreError as exc:
             last_error = exc
             log.info("extraction attempt %d for %s failed: %s", attempt + 1, turn.scope, exc)
@@ -131,7 +127,7 @@ async def extract(lore: Lore, provider: Provider, turn: CompletedTurn) -> list[s
     return []
 
 
-def candidate_memories(lore: Lore, scope: str, user_text: str) -> list[Memory]:
+def candidate_memories(lore: Services, scope: str, user_text: str) -> list[Memory]:
     """Memories the model may touch: those matching what the user said, then the newest."""
     now = lore.clock.now()
     found: dict[int, Memory] = {}
@@ -241,13 +237,11 @@ def _keywords(value: Any, number: int) -> tuple[str, ...]:
 
 
 def apply_ops(
-    lore: Lore, scope: str, ops: list[Op], *, author: str, source: Source, now: Any
+    store: MemoryStore, scope: str, ops: list[Op], *, author: str, source: Source, now: Any
 ) -> list[str]:
     """Apply validated ops in one transaction. Oversize or secret content is dropped."""
-    store = lore.memory
     notices: list[str] = []
-    forgot = False
-    with lore.db.atomic():
+    with store.batch():
         for op in ops:
             try:
                 if op.op == "add":
@@ -277,14 +271,11 @@ def apply_ops(
                     notices.append(f"updated #{op.id} → #{memory.id} {_short(memory.content)}")
                 elif op.op == "delete" and op.id is not None:
                     store.forget(scope, op.id, by=author, via="extraction", now=now)
-                    forgot = True
                     notices.append(f"forgot #{op.id}")
             except (InvalidInputError, NotFoundError) as exc:
                 # Too long, secret-looking, a bad kind, a memory already gone (forgotten
                 # meanwhile, or deleted by an earlier op): this op is dropped, the rest stand.
                 log.warning("extraction dropped an %s for %s: %s", op.op, scope, exc)
-    if forgot:
-        lore.db.checkpoint()  # erase the forgotten text from the WAL as well
     return notices
 
 
@@ -292,7 +283,7 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _extraction_provider(lore: Lore) -> Provider | None:
+def _extraction_provider(lore: Services) -> Provider | None:
     """The configured extraction model, else the chat model when it can follow a format."""
     if lore.config.extraction.model:
         return lore.provider_for(lore.config.extraction.model)

@@ -16,12 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.backends.local.files import locked_file
 from lore.errors import LoreError
+from lore.files import locked_file
 from lore.llm.base import ChatRequest, Message, complete
+from lore.memory.transcript import render_messages
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
 __all__ = ["FLUSH_PROMPT", "flush_before_compaction", "without_headings"]
 
@@ -40,11 +41,9 @@ _HEADING = re.compile(r"^[^\S\n]{0,3}#{1,6}(?:[^\S\n]+(.*?))?[^\S\n]*#*[^\S\n]*$
 
 
 async def flush_before_compaction(
-    lore: Lore, key: str, messages: Sequence[Message], *, now: datetime
+    lore: Services, key: str, messages: Sequence[Message], *, now: datetime
 ) -> Path | None:
     """Append durable notes from `messages` to today's daily note; the file, or None."""
-    from lore.memory.consolidation import render_messages  # (it imports this module)
-
     talk = [m for m in messages if m.get("role") in ("user", "assistant") and m.get("content")]
     if not talk:
         return None
@@ -68,7 +67,7 @@ async def flush_before_compaction(
     return append_daily_note(lore, key, notes, now=now)
 
 
-def append_daily_note(lore: Lore, key: str, notes: str, *, now: datetime) -> Path:
+def append_daily_note(lore: Services, key: str, notes: str, *, now: datetime) -> Path:
     local = now.astimezone(lore.zone)
     memory_dir = lore.workspace.memory_dir
     path = memory_dir / f"{local:%Y-%m-%d}.md"

@@ -1,6 +1,5 @@
-"""The session lifecycle layer: consolidation after each turn, and what each turn sees of it.
+"""What each turn sees of the session lifecycle: two context sections of the memory feature.
 
-`install(lore)` registers the consolidation after-turn hook and two context sections:
 "Recent History" (this conversation's pending history entries: newest 50, token-capped)
 and "Archived Context Summary" (after an idle close, the summary of the session that came
 before). Both are data blocks the text inside cannot close. Daily notes, session
@@ -10,39 +9,27 @@ summaries and archives are not injected: they are searched, or opened with the t
 from __future__ import annotations
 
 import html
-import json
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING
 
-from lore.backends.local.history import History
-from lore.backends.local.keys import key_to_filename
-from lore.memory.consolidation import consolidate_after_turn
-
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
     from lore.core.tools import ToolContext
 
-__all__ = ["archived_summary_section", "install", "recent_history_section"]
+__all__ = ["archived_summary_section", "recent_history_section"]
 
 RECENT_LIMIT = 50
 _ENTRY_CHARS = 1500
 _SUMMARY_CHARS = 2000
 
 
-def install(lore: Lore) -> None:
-    lore.after_turn.append(consolidate_after_turn)
-    lore.context_sections.append(partial(recent_history_section, lore))
-    lore.context_sections.append(partial(archived_summary_section, lore))
-
-
-def recent_history_section(lore: Lore, ctx: ToolContext) -> str | None:
+def recent_history_section(lore: Services, ctx: ToolContext) -> str | None:
     """This conversation's history entries Dream has not folded in yet, newest kept.
 
     Dream only consumes the owner's conversations, so for any other scope nothing ever
     consumes its entries: they stay its recent history (still at most 50, token-capped).
     """
-    history = History(lore.workspace.memory_dir)
+    history = lore.history
     owner = lore.config.is_owner_scope(ctx.scope)
     after = history.dream_cursor() if owner else None
     entries = history.recent(ctx.scope, after=after, limit=RECENT_LIMIT)
@@ -69,18 +56,13 @@ def recent_history_section(lore: Lore, ctx: ToolContext) -> str | None:
     )
 
 
-def archived_summary_section(lore: Lore, ctx: ToolContext) -> str | None:
+def archived_summary_section(lore: Services, ctx: ToolContext) -> str | None:
     """The summary of the session an idle close ended, shown to the session after it."""
     from lore.memory.session_summary import read_summary_section
 
-    path = lore.config.sessions_dir / key_to_filename(ctx.scope)
-    try:
-        with path.open("rb") as f:
-            meta = json.loads(f.readline())
-    except (OSError, ValueError):
-        return None
-    extra = meta.get("extra") if isinstance(meta, dict) else None
-    if not isinstance(extra, dict) or not extra.get("previous_session_id"):
+    meta = lore.sessions.live_meta(ctx.scope)
+    extra = meta.extra if meta is not None else None
+    if not extra or not extra.get("previous_session_id"):
         return None
     stored = extra.get("archived_summary")
     summary = None
@@ -102,11 +84,11 @@ def archived_summary_section(lore: Lore, ctx: ToolContext) -> str | None:
     )
 
 
-def _history_tokens(lore: Lore) -> int:
+def _history_tokens(lore: Services) -> int:
     return max(300, min(4000, lore.context_window // 10))
 
 
-def _local_stamp(timestamp: str, lore: Lore) -> str:
+def _local_stamp(timestamp: str, lore: Services) -> str:
     try:
         moment = datetime.fromisoformat(timestamp)
     except ValueError:

@@ -22,17 +22,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.backends.local.archive import ArchivedSession, SessionArchive, slugify
-from lore.backends.local.files import try_lock
-from lore.backends.local.history import History
 from lore.errors import LoreError
+from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.consolidation import render_messages
 from lore.memory.flush import without_headings
-from lore.sessions.closing import session_archive
+from lore.memory.transcript import render_messages
+from lore.ports.sessions import ArchivedSession, SessionArchive
+from lore.text import slugify
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
 __all__ = ["SUMMARY_PROMPT", "read_summary_section", "write_session_summary"]
 
@@ -67,13 +66,13 @@ class _Unusable(Exception):
     """The model's answer cannot be used as a summary."""
 
 
-async def write_session_summary(lore: Lore, entry: ArchivedSession) -> ArchivedSession:
+async def write_session_summary(lore: Services, entry: ArchivedSession) -> ArchivedSession:
     """Summarise one archived session; return its entry as linked in the index.
 
     A session whose summary is already linked, or being written by another process, is
     left as it is: recovery may ask again for one a crash seemed to have interrupted.
     """
-    archive = session_archive(lore)
+    archive = lore.sessions.archive
     with try_lock(lore.config.sessions_dir / "_summaries.lock") as free:
         current = archive.get(entry.session_id) or entry
         if not free or current.summary != "pending":
@@ -82,7 +81,7 @@ async def write_session_summary(lore: Lore, entry: ArchivedSession) -> ArchivedS
 
 
 async def _summarise(
-    lore: Lore, archive: SessionArchive, entry: ArchivedSession
+    lore: Services, archive: SessionArchive, entry: ArchivedSession
 ) -> ArchivedSession:
     settings = lore.config.session_memory
     messages, _ = archive.read_messages(entry)
@@ -100,7 +99,7 @@ async def _summarise(
         path = _create(
             memory_dir,
             f"{ended:%Y-%m-%d-%H%M}-session-raw",
-            _raw_text(entry, archive.relative(archive.index_path), talk, str(exc)),
+            _raw_text(entry, archive.index_location, talk, str(exc)),
         )
         history_text = (
             f"[RAW] Session closed, summary failed. {render_messages(talk[-6:], zone=lore.zone)}"
@@ -110,12 +109,12 @@ async def _summarise(
         path = _create(
             memory_dir,
             f"{ended:%Y-%m-%d-%H%M}-{result.slug}",
-            _summary_text(entry, archive.relative(archive.index_path), result),
+            _summary_text(entry, archive.index_location, result),
         )
         history_text = f"Session “{result.slug}” closed. {result.summary}"
         slug, status = result.slug, "written"
-    History(memory_dir).append(entry.key, _bounded(history_text), now=lore.clock.now())
-    memory_path = archive.relative(path)
+    lore.history.append(entry.key, _bounded(history_text), now=lore.clock.now())
+    memory_path = _relative(path, lore.config.home)
     archive.link_summary(entry.session_id, memory_path, slug, status)
     if entry.reason == "idle" and status == "written":
         _carry_over(lore, entry, memory_path)
@@ -135,7 +134,7 @@ def read_summary_section(path: Path, *, max_chars: int = 2000) -> str | None:
     return summary[:max_chars] + (" …" if len(summary) > max_chars else "")
 
 
-async def _ask_model(lore: Lore, talk: Sequence[Message]) -> _Summary:
+async def _ask_model(lore: Services, talk: Sequence[Message]) -> _Summary:
     request = ChatRequest(
         system=SUMMARY_PROMPT,
         messages=[{"role": "user", "content": _newest_part(lore, talk)}],
@@ -149,7 +148,7 @@ async def _ask_model(lore: Lore, talk: Sequence[Message]) -> _Summary:
     return _parse(completion.text, talk)
 
 
-def _newest_part(lore: Lore, talk: Sequence[Message]) -> str:
+def _newest_part(lore: Services, talk: Sequence[Message]) -> str:
     """The transcript's newest messages that fit the prompt budget."""
     kept: list[Message] = []
     used = 0
@@ -250,8 +249,15 @@ def _bounded(text: str) -> str:
     return text if len(text) <= _HISTORY_CHARS else text[:_HISTORY_CHARS] + " …"
 
 
-def _carry_over(lore: Lore, entry: ArchivedSession, memory_path: str) -> None:
+def _carry_over(lore: Services, entry: ArchivedSession, memory_path: str) -> None:
     """After an idle close, the fresh session of the same key shows this summary."""
     session = lore.session(entry.key)
     if session.meta.extra.get("previous_session_id") == entry.session_id:
         session.update_meta(extra={"archived_summary": memory_path})
+
+
+def _relative(path: Path, home: Path) -> str:
+    try:
+        return path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lore.core.tools import Tool, ToolContext, required_str
+from lore.core.tools import ToolContext, required_str
 from lore.errors import InvalidInputError, NotFoundError, ToolError
 from lore.ports.memories import KINDS, MAX_CONTENT, Source
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.ports.memories import MemoryStore
 
-__all__ = ["ForgetTool", "RememberTool", "make_tools"]
+__all__ = ["ForgetTool", "RememberTool"]
 
 _REMEMBER = (
     "Store a long-term fact that should still be true later; it appears in the "
@@ -40,10 +40,6 @@ _FORGET = (
     "or first when correcting a fact (then remember the corrected one). Never guess an id. "
     "To cancel a reminder use cancel_reminder, not this."
 )
-
-
-def make_tools(lore: Lore) -> list[Tool]:
-    return [RememberTool(lore), ForgetTool(lore)]
 
 
 class RememberTool:
@@ -73,8 +69,8 @@ class RememberTool:
         "required": ["content"],
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, memories: MemoryStore) -> None:
+        self._memories = memories
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         content = required_str(args, "content")
@@ -87,7 +83,7 @@ class RememberTool:
         if not isinstance(keywords, list):
             raise ToolError("'keywords' must be a list of strings")
         try:
-            memory, created = self._lore.memory.remember(
+            memory, created = self._memories.remember(
                 ctx.scope,
                 content,
                 kind=kind,
@@ -117,8 +113,8 @@ class ForgetTool:
         "required": ["id"],
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, memories: MemoryStore) -> None:
+        self._memories = memories
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         memory_id = parse_memory_id(args.get("id"))
@@ -128,7 +124,7 @@ class ForgetTool:
                 "forgotten. Use an #id exactly as shown in the block."
             )
         try:
-            self._lore.memory.forget(ctx.scope, memory_id, by=ctx.author, via="tool", now=ctx.now)
+            self._memories.forget(ctx.scope, memory_id, by=ctx.author, via="tool", now=ctx.now)
         except (NotFoundError, InvalidInputError) as exc:
             raise ToolError(f"nothing was forgotten: {exc}") from None
         ctx.shown_memory_ids.discard(memory_id)

@@ -1,5 +1,6 @@
-"""What a memory is and what it may hold: the value types, the checks every write
-passes (length, kind, keywords, secrets), and the export record `import` reads back."""
+"""The memories port: what a memory is and may hold (the value types, the checks every
+write passes: length, kind, keywords, secrets; the export record `import` reads back),
+and what every memory store must do."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from lore.errors import InvalidInputError
 from lore.secrets import find_secret, refusal
 
 __all__ = [
+    "ActivePage",
+    "MemoryStore",
     "KINDS",
     "MAX_CONTENT",
     "MAX_ID",
@@ -251,3 +255,73 @@ def parse_time(value: Any) -> datetime:
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {value!r} has no time zone")
     return moment
+
+
+@dataclass(frozen=True)
+class ActivePage:
+    """The first memories of a scope in block order, and how many are active in all."""
+
+    memories: list[Memory]
+    total: int
+
+
+class MemoryStore(Protocol):
+    """Memories, per scope. Each public write is one transaction; a scope never sees
+    another's memories; forgetting erases the text of every version everywhere."""
+
+    def remember(
+        self,
+        scope: str,
+        content: str,
+        *,
+        kind: str = "fact",
+        keywords: Iterable[str] = (),
+        author: str,
+        via: str,
+        now: datetime,
+        source: Source | None = None,
+        expires_at: datetime | None = None,
+    ) -> tuple[Memory, bool]:
+        """Store a fact; an exact duplicate in the scope returns the existing one and False."""
+
+    def supersede(
+        self,
+        scope: str,
+        memory_id: int,
+        content: str,
+        *,
+        kind: str | None = None,
+        keywords: Iterable[str] | None = None,
+        author: str,
+        via: str,
+        now: datetime,
+        source: Source | None = None,
+        expires_at: datetime | None = None,
+    ) -> Memory:
+        """Replace an active memory with a new version; the old one stays in the history."""
+
+    def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
+        """Erase a memory and every earlier version of it; returns the erased ids."""
+
+    def import_(
+        self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
+    ) -> ImportResult: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Several writes as one transaction; what a `forget` inside erased is gone from
+        every file of the store when the batch ends."""
+
+    def get(self, scope: str, memory_id: int) -> Memory: ...
+
+    def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
+        """Unexpired active memories: profile first, then most recently updated."""
+
+    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage: ...
+
+    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]: ...
+
+    def history(self, scope: str, memory_id: int) -> list[AuditEntry]: ...
+
+    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]: ...
+
+    def export(self, scope: str) -> list[str]: ...

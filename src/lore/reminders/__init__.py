@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from lore.backends.local.reminders import DueReminder, Reminder, ReminderStore
 from lore.errors import InvalidInputError
+from lore.ports.reminders import DueReminder, Reminder, ReminderStore
 from lore.reminders.when import format_local, parse_when, zone_name
 from lore.schedule import Schedule, next_after, parse_schedule
 

@@ -1,23 +1,30 @@
-"""Delivering a claimed reminder: into its conversation's live session, then as an event.
+"""Delivering a due reminder: into its conversation's live session, then as an event.
 
-The session gets an assistant message, so the model later knows what it reminded the
-user of; the `ReminderDue` event goes through the same emit seam as replies, and each
-channel renders it (the terminal above the prompt, chat channels as an @-mention).
+The session gets an assistant message carrying the occurrence's idempotency key, so the
+model later knows what it reminded the user of and a redelivery (after a crash between
+delivering and marking done) never adds it twice; the `ReminderDue` event goes to the
+channel, which renders it (the terminal above the prompt, chat channels as a mention).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from lore.backends.local.live import LiveSession
-from lore.backends.local.reminders import DueReminder
 from lore.events import Emit, ReminderDue
 from lore.llm.base import Message
-from lore.reminders.scheduler import Deliver
+from lore.ports.outbox import OutboxItem
+from lore.ports.reminders import zone_named
 from lore.reminders.when import format_local
 
+if TYPE_CHECKING:
+    from lore.ports.sessions import SessionStore
+    from lore.reminders.scheduler import Deliver
+
 __all__ = [
-    "deliver_to_session",
+    "Delivery",
     "format_reminder",
     "mention_for",
     "reminder_event",
@@ -26,22 +33,67 @@ __all__ = [
 ]
 
 
-def mention_for(due: DueReminder) -> str:
+@dataclass(frozen=True)
+class Delivery:
+    """One occurrence of a reminder, as the outbox holds it."""
+
+    item: OutboxItem
+
+    @property
+    def id(self) -> int:
+        return int(self.item.payload["reminder_id"])
+
+    @property
+    def key(self) -> str:
+        return self.item.key
+
+    @property
+    def scope(self) -> str:
+        return self.item.scope
+
+    @property
+    def author(self) -> str:
+        return str(self.item.payload.get("author", ""))
+
+    @property
+    def text(self) -> str:
+        return str(self.item.payload.get("text", ""))
+
+    @property
+    def late(self) -> bool:
+        return bool(self.item.payload.get("late"))
+
+    @property
+    def due_at(self) -> datetime:
+        return datetime.fromisoformat(str(self.item.payload["due_at"]))
+
+    @property
+    def next_due(self) -> datetime | None:
+        """Where a recurring reminder moved when this occurrence was claimed."""
+        value = self.item.payload.get("next_due")
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+    @property
+    def timezone(self) -> str:
+        return str(self.item.payload.get("timezone") or "UTC")
+
+
+def mention_for(due: Delivery) -> str:
     return f"@{due.author}" if due.author else ""
 
 
-def format_reminder(due: DueReminder) -> str:
+def format_reminder(due: Delivery) -> str:
     """The reminder as one line (Reminder for @john: take out the trash); one delivered
     well after it fell due adds "(late)" and the time it was due. Channels put their own
     mark in front (the terminal and the session use ⏰)."""
     mention = mention_for(due)
     line = f"Reminder for {mention}: {due.text}" if mention else f"Reminder: {due.text}"
     if due.late:
-        line += f" (late) — was due {format_local(due.reminder.due_at, due.reminder.zone)}"
+        line += f" (late) — was due {format_local(due.due_at, zone_named(due.timezone))}"
     return line
 
 
-def reminder_message(due: DueReminder) -> Message:
+def reminder_message(due: Delivery) -> Message:
     return {
         "role": "assistant",
         "content": f"⏰ {format_reminder(due)}",
@@ -50,7 +102,7 @@ def reminder_message(due: DueReminder) -> Message:
     }
 
 
-def reminder_event(due: DueReminder) -> ReminderDue:
+def reminder_event(due: Delivery) -> ReminderDue:
     return ReminderDue(
         scope=due.scope,
         text=format_reminder(due),
@@ -60,29 +112,17 @@ def reminder_event(due: DueReminder) -> ReminderDue:
     )
 
 
-def deliver_to_session(due: DueReminder, session: LiveSession, emit: Emit | None = None) -> Message:
-    """Append the reminder to `session` (fsynced), then emit `ReminderDue`."""
-    message = reminder_message(due)
-    session.append([message])
-    if emit is not None:
-        emit(reminder_event(due))
-    return message
-
-
-def session_delivery(
-    session_for: Callable[[str], LiveSession], emit: Emit | None = None
-) -> Deliver:
-    """A `Scheduler` delivery callable: each reminder goes to `session_for(its scope)`.
+def session_delivery(sessions: SessionStore, emit: Callable[[str], Emit | None]) -> Deliver:
+    """A `Scheduler` delivery: each reminder goes into its conversation's live session
+    (once, by its key), then to the emit `emit(scope)` names, if any.
 
     The append runs on the event loop, not in a worker thread: it is one fsynced line,
-    and a cancellation can then never land between a written line and a claim being
-    released (which would deliver the reminder twice). `emit` follows on the loop, so
-    a terminal can draw the event above its prompt.
-    """
+    and a cancellation can then never land between a written line and the outbox."""
 
-    async def deliver(due: DueReminder) -> None:
-        session_for(due.scope).append([reminder_message(due)])
-        if emit is not None:
-            emit(reminder_event(due))
+    async def deliver(due: Delivery) -> None:
+        sessions.live(due.scope).append_once(due.key, [reminder_message(due)])
+        target = emit(due.scope)
+        if target is not None:
+            target(reminder_event(due))
 
     return deliver

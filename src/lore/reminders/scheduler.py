@@ -1,28 +1,35 @@
-"""The scheduler: claims due reminders and hands each to a delivery callable.
+"""The scheduler: moves due reminders into the outbox, then delivers what the outbox holds.
 
-It sleeps until the next reminder is due, at most `max_sleep` seconds (so reminders added
-by another process are seen within a minute), and `wake()` cuts a sleep short when one
-is added here. All state is in SQLite, so a restart just claims what fell due meanwhile
-(late). Tests drive `run_once(now)` with an explicit time and never sleep.
+Claiming and delivering are two steps on purpose. A claim moves an occurrence into the
+outbox in the same transaction that advances the reminder, so it is never lost; a
+delivery leases the item, delivers it with its idempotency key and marks it done, so a
+process killed in between loses nothing (the lease runs out, another delivers it) and
+no conversation sees it twice. It sleeps until the next thing is due, at most
+`max_sleep` seconds (reminders added by another process are seen within a minute), and
+`wake()` cuts a sleep short when one is added here. Tests drive `run_once(now)`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from lore.backends.local.reminders import DueReminder, ReminderStore
 from lore.clock import Clock
 from lore.errors import LoreError
+from lore.ports.outbox import Outbox
+from lore.ports.reminders import ReminderStore
+from lore.reminders.delivery import Delivery
 
 __all__ = ["Deliver", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
-Deliver = Callable[[DueReminder], Awaitable[None]]
+Deliver = Callable[[Delivery], Awaitable[None]]
+_RETRY_SECONDS = 30.0  # a failed delivery is tried again after this, then less often
 
 
 class Scheduler:
@@ -35,58 +42,85 @@ class Scheduler:
         max_sleep: float = 60.0,
         batch: int = 100,
         scope: str | None = None,
+        accepts: Callable[[str], bool] | None = None,
+        owner: str | None = None,
+        lease_seconds: float = 60.0,
     ) -> None:
         self.store = store
-        # None delivers for every conversation (`lore serve`); a chat delivers its own.
+        self.outbox: Outbox = store.outbox
+        # A scope: a chat delivering its own conversation. None: every scope `accepts`
+        # takes (`lore serve`, which leaves the ones a terminal shows to that terminal).
         self.scope = scope
+        self.accepts = accepts
+        self.owner = owner or f"{os.getpid()}:{id(self):x}"
         self.clock = clock
         self.deliver = deliver
         self.max_sleep = max_sleep
         self.batch = batch
+        self.lease_seconds = lease_seconds
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._failed = False  # a delivery failed: retry after a full sleep, not in a spin
         store.on_added(self.wake)
 
-    async def run_once(self, now: datetime | None = None) -> list[DueReminder]:
-        """Claim everything due at `now` (default: the clock) and deliver it; returns what
-        was delivered. A failed delivery is released for a later retry."""
+    async def run_once(self, now: datetime | None = None) -> list[Delivery]:
+        """Claim everything due at `now` (default: the clock) into the outbox, then
+        deliver what is ready; returns what was delivered."""
         now = now or self.clock.now()
-        delivered: list[DueReminder] = []
         self._failed = False
+        while len(self.store.claim_due(now, self.batch, scope=self.scope)) == self.batch:
+            pass
+        delivered: list[Delivery] = []
         while True:
-            claimed = self.store.claim_due(now, self.batch, scope=self.scope)
-            for position, due in enumerate(claimed):
+            items = self.outbox.lease(
+                owner=self.owner,
+                now=now,
+                scopes=self._scopes(now),
+                limit=self.batch,
+                seconds=self.lease_seconds,
+            )
+            for position, item in enumerate(items):
                 try:
-                    if await self._deliver_one(due):
-                        delivered.append(due)
+                    if await self._deliver_one(Delivery(item), now):
+                        delivered.append(Delivery(item))
                 except asyncio.CancelledError:
-                    # Stopped mid-batch: the rest of the batch is claimed but undelivered.
-                    for undelivered in claimed[position + 1 :]:
-                        self.store.release(undelivered)
+                    # Stopped mid-batch: what was not delivered goes back at once.
+                    for rest in items[position + 1 :]:
+                        self.outbox.release(rest.id, owner=self.owner)
                     raise
-            if len(claimed) < self.batch or self._failed:
+            if len(items) < self.batch or self._failed:
                 return delivered
 
-    async def _deliver_one(self, due: DueReminder) -> bool:
+    def _scopes(self, now: datetime) -> list[str] | None:
+        if self.scope is not None:
+            return [self.scope]
+        if self.accepts is None:
+            return None
+        return [scope for scope in self.outbox.ready_scopes(now) if self.accepts(scope)]
+
+    async def _deliver_one(self, due: Delivery, now: datetime) -> bool:
         try:
             await self.deliver(due)
         except asyncio.CancelledError:
-            self.store.release(due)  # stopped mid-delivery: leave it for the next run
+            self.outbox.release(due.item.id, owner=self.owner)  # stopped: the next run has it
             raise
-        except Exception:
+        except Exception as exc:
             log.exception("delivering reminder #%d to %s failed; will retry", due.id, due.scope)
-            self.store.release(due)
+            delay = min(_RETRY_SECONDS * 2**due.item.attempts, 3600.0)
+            self.outbox.retry(due.item.id, owner=self.owner, now=now, error=str(exc), delay=delay)
             self._failed = True
             return False
+        self.outbox.done(due.item.id, owner=self.owner, now=now)
         return True
 
     def seconds_until_next(self, now: datetime) -> float:
-        """How long to sleep: until the next due reminder, never more than `max_sleep`."""
+        """How long to sleep: until the next due reminder or ready delivery, never more
+        than `max_sleep`."""
         if self._failed:
             return self.max_sleep
-        upcoming = self.store.next_due_time(self.scope)
+        times = [self.store.next_due_time(self.scope), self.outbox.next_ready(self.scope)]
+        upcoming = min((t for t in times if t is not None), default=None)
         if upcoming is None:
             return self.max_sleep
         # A hair past the due second, so waking a moment early does not spin.

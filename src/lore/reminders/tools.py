@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
-from lore.core.tools import Tool, ToolContext, optional_str, required_str
+from lore.core.tools import ToolContext, optional_str, required_str
 from lore.errors import ConfigError, ToolError
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.ports.reminders import ReminderStore
 
-__all__ = ["make_tools"]
+__all__ = ["CancelReminder", "ListReminders", "SetReminder"]
 
 _SET = (
     "Schedule a reminder that Lore pushes into this conversation at a given moment, once or "
@@ -43,10 +43,6 @@ _CANCEL = (
 )
 
 
-def make_tools(lore: Lore) -> list[Tool]:
-    return [SetReminder(lore), ListReminders(lore), CancelReminder(lore)]
-
-
 class SetReminder:
     name = "set_reminder"
     description = _SET
@@ -60,8 +56,9 @@ class SetReminder:
         "required": ["text"],
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, store: ReminderStore, zone: tzinfo) -> None:
+        self._store = store
+        self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         from lore.reminders import create_reminder, in_words
@@ -70,14 +67,14 @@ class SetReminder:
         text = required_str(args, "text")
         when, recurrence = optional_str(args, "when"), optional_str(args, "recurrence")
         reminder = create_reminder(
-            self._lore.reminders,
+            self._store,
             scope=ctx.scope,
             author=ctx.author,
             text=text,
             when=when,
             recurrence=recurrence,
             now=ctx.now,
-            zone=_zone(ctx, self._lore),
+            zone=_zone(ctx, self._zone),
             channel=ctx.channel,
             session_id=ctx.session_id,
         )
@@ -94,13 +91,14 @@ class ListReminders:
     description = _LIST
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, store: ReminderStore, zone: tzinfo) -> None:
+        self._store = store
+        self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         from lore.reminders import describe_reminder
 
-        reminders = self._lore.reminders.list(ctx.scope)
+        reminders = self._store.list(ctx.scope)
         if not reminders:
             return "No pending reminders in this conversation."
         lines = [f"{describe_reminder(r, ctx.now)} (set by {r.author})" for r in reminders]
@@ -116,12 +114,13 @@ class CancelReminder:
         "required": ["id"],
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, store: ReminderStore, zone: tzinfo) -> None:
+        self._store = store
+        self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         reminder_id = _reminder_id(args.get("id"))
-        reminder = self._lore.reminders.cancel(ctx.scope, reminder_id, by=ctx.author, now=ctx.now)
+        reminder = self._store.cancel(ctx.scope, reminder_id, by=ctx.author, now=ctx.now)
         ctx.notices.append(f"⏰ reminder #{reminder.id} cancelled")
         return f"Cancelled reminder #{reminder.id}: {reminder.text}"
 
@@ -135,12 +134,12 @@ def _reminder_id(value: object) -> int:
     raise ToolError("'id' must be a reminder number like 7")
 
 
-def _zone(ctx: ToolContext, lore: Lore) -> tzinfo:
+def _zone(ctx: ToolContext, default: tzinfo) -> tzinfo:
     from lore.clock import resolve_zone
 
     if not ctx.timezone:
-        return lore.zone
+        return default
     try:
         return resolve_zone(ctx.timezone)
     except ConfigError:
-        return lore.zone
+        return default

@@ -15,14 +15,13 @@ import time
 import weakref
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lore.app import Lore
-    from lore.backends.local.search_index import SearchIndex
-    from lore.core.conversation import CompletedTurn, Conversation
-    from lore.embed import Embedder
+    from lore.core.services import Services
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit
+    from lore.ports.search import SearchIndexPort
     from lore.search.hybrid import Hit, Mode
 
 __all__ = ["LoreSearch", "format_hits", "install", "searcher"]
@@ -37,22 +36,16 @@ _EMBED_BATCH = 128
 class LoreSearch:
     """The search index of one runtime, kept in step with memories, notes and the archive."""
 
-    def __init__(self, lore: Lore, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, lore: Services) -> None:
         self._lore = lore
-        self._embedder = embedder
-        self._index: SearchIndex | None = None
         self._lock = threading.Lock()
         self._files_checked = -float("inf")
         self._archive_seen: tuple[int, int] | None = None
         self._embedding: asyncio.Task[None] | None = None
 
     @property
-    def index(self) -> SearchIndex:
-        if self._index is None:
-            from lore.backends.local.search_index import SearchIndex
-
-            self._index = SearchIndex(self._lore.db, self._embedder)
-        return self._index
+    def index(self) -> SearchIndexPort:
+        return self._lore.search_index
 
     def scopes_for(self, scope: str) -> list[str]:
         """What a conversation may search: its own scope, plus the owner's notes if it is
@@ -65,7 +58,6 @@ class LoreSearch:
         """Index what was written since the last call: queued memories always; notes and
         archived sessions when `files`, or (None) when last checked over 2 s ago."""
         from lore.search import sources
-        from lore.sessions.closing import session_archive
 
         with self._lock:
             index = self.index
@@ -77,9 +69,9 @@ class LoreSearch:
                 workspace = self._lore.config.workspace
                 if workspace.exists():
                     sources.sync_notes(index, workspace)
-                archive = session_archive(self._lore)
+                archive = self._lore.sessions.archive
                 # A closed or re-closed session always appends to the archive's index.
-                seen = _stamp(archive.index_path)
+                seen = archive.stamp()
                 if seen != self._archive_seen:
                     sources.sync_archive(index, archive, zone=self._lore.zone)
                     self._archive_seen = seen
@@ -127,11 +119,11 @@ class LoreSearch:
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
 
-_searchers: weakref.WeakKeyDictionary[Lore, LoreSearch] = weakref.WeakKeyDictionary()
+_searchers: weakref.WeakKeyDictionary[Services, LoreSearch] = weakref.WeakKeyDictionary()
 _searchers_lock = threading.Lock()
 
 
-def searcher(lore: Lore) -> LoreSearch:
+def searcher(lore: Services) -> LoreSearch:
     with _searchers_lock:
         found = _searchers.get(lore)
         if found is None:
@@ -139,23 +131,11 @@ def searcher(lore: Lore) -> LoreSearch:
         return found
 
 
-def install(lore: Lore) -> None:
+async def index_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
     """The after-turn hook: index what the turn wrote, then embed it in the background."""
-    lore.after_turn.append(index_after_turn)
-
-
-async def index_after_turn(conversation: Conversation, turn: CompletedTurn) -> None:
-    found = searcher(conversation.lore)
+    found = searcher(lore)
     await asyncio.to_thread(found.refresh, files=True)
     found.schedule_embedding()
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
 
 
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lore.backends.local.search_index import SearchIndex, Stored
+from lore.ports.search import SearchIndexPort as SearchIndex
+from lore.ports.search import Stored
 from lore.text import normalise
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]

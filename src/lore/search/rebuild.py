@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
 __all__ = ["Progress", "RebuildReport", "rebuild"]
 
@@ -62,10 +62,9 @@ class RebuildReport:
     seconds: float
 
 
-def rebuild(lore: Lore, *, vectors: bool = True, stream: TextIO | None = None) -> RebuildReport:
+def rebuild(lore: Services, *, vectors: bool = True, stream: TextIO | None = None) -> RebuildReport:
     """Empty the index and fill it again from the memories table, the notes and the archive."""
     from lore.search import searcher, sources
-    from lore.sessions.closing import session_archive
 
     started = time.monotonic()
     index = searcher(lore).index
@@ -73,7 +72,7 @@ def rebuild(lore: Lore, *, vectors: bool = True, stream: TextIO | None = None) -
     sources.catch_up_memories(index, lore.memory)
     if lore.config.workspace.exists():
         sources.sync_notes(index, lore.config.workspace)
-    sources.sync_archive(index, session_archive(lore), zone=lore.zone)
+    sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
     stats = index.stats()
     entries = sum(stats.entries.values())
     embedded = 0

@@ -24,12 +24,12 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.backends.local.search_index import Entry, SearchIndex, SourceRecord
+from lore.ports.search import Entry, SourceRecord
+from lore.ports.search import SearchIndexPort as SearchIndex
 
 if TYPE_CHECKING:
-    from lore.backends.local.archive import ArchivedSession, SessionArchive
-    from lore.backends.local.memories import MemoryStore
-    from lore.ports.memories import Memory
+    from lore.ports.memories import Memory, MemoryStore
+    from lore.ports.sessions import ArchivedSession, SessionArchive
 
 __all__ = [
     "NOTES_SCOPE",
@@ -86,7 +86,7 @@ def index_memory(index: SearchIndex, memory: Memory) -> None:
     if memory.status != "active":
         index.remove_memory(memory.id)
         return
-    with index.db.atomic():
+    with index.batch():
         index.put([memory_entry(memory)])
         index.dequeue_memories([memory.id])
 
@@ -104,7 +104,7 @@ def catch_up_memories(index: SearchIndex, store: MemoryStore) -> int:
     while index.has_queued_memories():
         # One write transaction from reading the queue to indexing: a memory forgotten
         # meanwhile (by another thread or process) can never slip back into the index.
-        with index.db.atomic():
+        with index.batch():
             queued = index.queued_memories()
             entries = []
             for memory_id, scope in queued:
@@ -270,7 +270,7 @@ def _dated(stem: str) -> float | None:
 
 
 def _is_template(text: str) -> bool:
-    from lore.backends.local.workspace import template
+    from lore.ports.notes import template
 
     return text.strip() == template("MEMORY.md").strip()
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from lore.core.tools import Tool, ToolContext, optional_int, required_str
+from lore.core.tools import ToolContext, optional_int, required_str
 from lore.errors import ToolError
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
     from lore.search.hybrid import Hit
 
-__all__ = ["MemorySearchTool", "make_tools"]
+__all__ = ["MemorySearchTool"]
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 20
@@ -32,10 +32,6 @@ _DESCRIPTION = (
     "message, call session_history with that session_id to read the exact context. "
     "Not for storing anything (that is remember) and not for reminders."
 )
-
-
-def make_tools(lore: Lore) -> list[Tool]:
-    return [MemorySearchTool(lore)]
 
 
 class MemorySearchTool:
@@ -55,7 +51,7 @@ class MemorySearchTool:
         "required": ["query"],
     }
 
-    def __init__(self, lore: Lore) -> None:
+    def __init__(self, lore: Services) -> None:
         self._lore = lore
 
     def search(self, query: str, ctx: ToolContext, limit: int = DEFAULT_LIMIT) -> list[Hit]:

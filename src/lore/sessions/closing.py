@@ -1,39 +1,28 @@
-"""Closing a live session (/new, idle close): archive → index → reset, then a summary.
+"""Closing a live session (/new, idle close), then telling the features (a summary).
 
-The order is what makes it crash-safe. The exact transcript is written and fsynced
-first; then the index line; only then is the live session cleared (a new session id).
-Killed at any point, every message is in the live session or a durable archive, and
-`recover_interrupted` (run before every idle check) finishes or tidies what a crash
-left: stray temporary files, a torn index line, an archive that never got its index
-line, a live session that was indexed but not cleared. The summary (slug, summary, key
-messages) is written afterwards in the background and never holds up the reply.
-
-Tests inject a `fault(step)` callback, called after each step in `STEPS`.
+The sessions store does the crash-safe part (archive → index → reset, under the
+session's lock; `recover` finishes what a crash left). This module decides when: /new,
+or a session idle longer than `consolidation.idle_minutes`, checked when a chat starts
+and every minute by `lore serve`. The summary is written afterwards in the background
+and never holds up the reply.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from lore.backends.local.archive import ArchivedSession, SessionArchive, slugify
-from lore.backends.local.keys import key_to_filename
-from lore.backends.local.live import SessionMeta
-from lore.errors import SessionError
+from lore.ports.sessions import ArchivedSession, FaultHook
+from lore.text import slugify
 
 if TYPE_CHECKING:
-    from lore.app import Lore
-    from lore.backends.local.live import LiveSession
+    from lore.core.services import Services
     from lore.events import Emit
+    from lore.ports.sessions import LiveSession
 
 __all__ = [
-    "STEPS",
     "close_idle_sessions",
     "close_if_idle",
     "close_session",
@@ -41,91 +30,45 @@ __all__ = [
     "new_session",
     "recover_interrupted",
     "schedule_summary",
-    "session_archive",
+    "session_closed",
 ]
 
 log = logging.getLogger(__name__)
 
-FaultHook = Callable[[str], None]
-
-# Points a test can crash at, in order.
-STEPS = ("archive_tmp_written", "archive_written", "index_written", "session_reset")
-
-
-def session_archive(lore: Lore) -> SessionArchive:
-    return SessionArchive(lore.config.sessions_dir, lore.config.home)
-
 
 def close_session(
-    lore: Lore,
+    lore: Services,
     key: str,
     *,
     reason: str = "new",
     session: LiveSession | None = None,
     fault: FaultHook | None = None,
-    _attempt: int = 0,
 ) -> ArchivedSession | None:
     """Archive the live session of `key` and start a fresh one; None if it was empty."""
     session = session or lore.session(key)
     session.refresh()
-    archive = session_archive(lore)
-    if not session.messages:
-        if reason == "new":
-            session.reset()
-        return None
-    meta = replace(session.meta, extra=dict(session.meta.extra))
-    messages = list(session.messages)
-    indexed = archive.get(meta.session_id)
-    if indexed is not None and indexed.message_count == len(messages):
-        entry = indexed  # a close that crashed after indexing: only the reset is left
-    else:
-        entry = archive.write_transcript(
-            meta,
-            messages,
-            ended_at=lore.clock.now(),
-            zone=lore.zone,
-            slug=_slug_for(messages),
-            reason=reason,
-            fault=fault,
-        )
-        _step(fault, "archive_written")
-        archive.append_index(entry)
-    _step(fault, "index_written")
-    session.refresh()
-    if session.meta.session_id != meta.session_id:
-        return entry  # closed by another process meanwhile; nothing left to clear
-    if len(session.messages) != len(messages):
-        # Another writer appended in between: archive again, with everything.
-        if _attempt >= 3:
-            raise SessionError(f"session {key} keeps changing; it was archived but not cleared")
-        log.info("session %s changed while closing; archiving it again", key)
-        return close_session(
-            lore, key, reason=reason, session=session, fault=fault, _attempt=_attempt + 1
-        )
-    session.reset()
-    if reason == "idle":
-        session.update_meta(
-            extra={
-                "previous_session_id": entry.session_id,
-                "previous_transcript": entry.transcript_path,
-            }
-        )
-    _step(fault, "session_reset")
-    return entry
+    return lore.sessions.close(
+        session,
+        reason=reason,
+        ended_at=lore.clock.now(),
+        zone=lore.zone,
+        slug=_slug_for(session.messages),
+        fault=fault,
+    )
 
 
 async def new_session(
-    lore: Lore, key: str, *, session: LiveSession | None = None, emit: Emit | None = None
+    lore: Services, key: str, *, session: LiveSession | None = None, emit: Emit | None = None
 ) -> ArchivedSession | None:
     """/new: close the live session now, summarise it in the background."""
     entry = close_session(lore, key, reason="new", session=session)
     if entry is not None:
-        schedule_summary(lore, entry, emit=emit)
+        session_closed(lore, entry, emit)
     return entry
 
 
 async def close_if_idle(
-    lore: Lore, key: str, *, emit: Emit | None = None
+    lore: Services, key: str, *, emit: Emit | None = None
 ) -> ArchivedSession | None:
     """Close `key` as by /new if it has been idle longer than `idle_minutes`.
 
@@ -133,23 +76,23 @@ async def close_if_idle(
     finishes any close a crash interrupted.
     """
     for pending in recover_interrupted(lore):
-        schedule_summary(lore, pending, emit=emit)
+        session_closed(lore, pending, emit)
     return _close_when_idle(lore, key, emit=emit)
 
 
-async def close_idle_sessions(lore: Lore, *, emit: Emit | None = None) -> list[ArchivedSession]:
+async def close_idle_sessions(lore: Services, *, emit: Emit | None = None) -> list[ArchivedSession]:
     """Idle-close every live session under the sessions directory."""
     for pending in recover_interrupted(lore):
-        schedule_summary(lore, pending, emit=emit)
+        session_closed(lore, pending, emit)
     closed = []
-    for key in _live_keys(lore):
+    for key in lore.sessions.live_keys():
         entry = _close_when_idle(lore, key, emit=emit)
         if entry is not None:
             closed.append(entry)
     return closed
 
 
-async def idle_close_forever(lore: Lore, interval_seconds: float = 60.0) -> None:
+async def idle_close_forever(lore: Services, interval_seconds: float = 60.0) -> None:
     """For `lore serve`: idle-close sessions every `interval_seconds` until cancelled."""
     while True:
         try:
@@ -161,9 +104,9 @@ async def idle_close_forever(lore: Lore, interval_seconds: float = 60.0) -> None
         await asyncio.sleep(interval_seconds)
 
 
-def _close_when_idle(lore: Lore, key: str, *, emit: Emit | None) -> ArchivedSession | None:
+def _close_when_idle(lore: Services, key: str, *, emit: Emit | None) -> ArchivedSession | None:
     minutes = lore.config.consolidation.idle_minutes
-    live = _read_live_meta(lore, key)
+    live = lore.sessions.live_meta(key)
     if minutes <= 0 or live is None:
         return None
     idle = timedelta(minutes=minutes)
@@ -178,11 +121,18 @@ def _close_when_idle(lore: Lore, key: str, *, emit: Emit | None) -> ArchivedSess
         return None
     entry = close_session(lore, key, reason="idle", session=session)
     if entry is not None:
-        schedule_summary(lore, entry, emit=emit)
+        session_closed(lore, entry, emit)
     return entry
 
 
-def schedule_summary(lore: Lore, entry: ArchivedSession, *, emit: Emit | None = None) -> None:
+def session_closed(lore: Services, entry: ArchivedSession, emit: Emit | None) -> None:
+    """Tell every feature a session was archived (the summary is written in the back)."""
+    for feature in lore.features:
+        for hook in feature.session_closed:
+            hook(entry, emit)
+
+
+def schedule_summary(lore: Services, entry: ArchivedSession, *, emit: Emit | None = None) -> None:
     """Write the session's summary in the background (one at a time, once)."""
     from lore.memory.session_summary import write_session_summary
 
@@ -202,60 +152,9 @@ def schedule_summary(lore: Lore, entry: ArchivedSession, *, emit: Emit | None = 
     lore.background.spawn(job, name=name, key="session-summary", on_error=report)
 
 
-def recover_interrupted(lore: Lore, *, min_age: float = 60.0) -> list[ArchivedSession]:
-    """Finish what a crash in `close_session` left; the sessions still needing a summary
-    (including those whose summary a crash or a kill interrupted).
-
-    Temporary files younger than `min_age` seconds are left alone: they may belong to a
-    close another process is doing right now.
-    """
-    archive = session_archive(lore)
-    for tmp in archive.temp_files():
-        # Never renamed into place: the live session (or the archive) still holds it all.
-        try:
-            if time.time() - tmp.stat().st_mtime < min_age:
-                continue
-        except FileNotFoundError:
-            continue
-        log.warning("removing an unfinished archive %s", tmp.name)
-        tmp.unlink(missing_ok=True)
-    indexed = {entry.session_id: entry for entry in archive.entries()}
-    for path in archive.transcripts():
-        data = archive.read_metadata(path)
-        if data is None or data.get("session_id") in indexed:
-            continue
-        try:
-            entry = ArchivedSession.from_dict(data)
-        except (KeyError, TypeError, ValueError):
-            continue
-        live = _read_live_meta(lore, entry.key)
-        if live is not None and live.session_id == entry.session_id:
-            continue  # still live: its next close reuses this file
-        archive.append_index(entry)
-        indexed[entry.session_id] = entry
-    for key in _live_keys(lore):
-        live = _read_live_meta(lore, key)
-        if live is None or live.session_id not in indexed:
-            continue
-        entry = indexed[live.session_id]
-        session = lore.session(key)
-        if len(session.messages) == entry.message_count:
-            # Indexed but never cleared: finish the close.
-            session.reset()
-    return [
-        entry for entry in indexed.values() if entry.summary == "pending" and _closed(lore, entry)
-    ]
-
-
-def _closed(lore: Lore, entry: ArchivedSession) -> bool:
-    """Has the live session of the entry's key moved on from it?"""
-    live = _read_live_meta(lore, entry.key)
-    return live is None or live.session_id != entry.session_id
-
-
-def _step(fault: FaultHook | None, name: str) -> None:
-    if fault is not None:
-        fault(name)
+def recover_interrupted(lore: Services, *, min_age: float = 60.0) -> list[ArchivedSession]:
+    """Finish what a crash during a close left; the sessions still needing a summary."""
+    return lore.sessions.recover(min_age=min_age)
 
 
 def _slug_for(messages: list[dict[str, object]]) -> str:
@@ -279,31 +178,3 @@ def _parse_time(text: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
-
-
-def _read_live_meta(lore: Lore, key: str) -> SessionMeta | None:
-    """The metadata line of `key`'s live session, without creating or loading it."""
-    path = lore.config.sessions_dir / key_to_filename(key)
-    try:
-        with path.open("rb") as f:
-            data = json.loads(f.readline())
-        return SessionMeta.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _live_keys(lore: Lore) -> list[str]:
-    directory = lore.config.sessions_dir
-    if not directory.exists():
-        return []
-    keys = []
-    for path in sorted(directory.glob("*.jsonl")):
-        if path.name == "_sessions.jsonl":
-            continue
-        try:
-            with path.open("rb") as f:
-                data = json.loads(f.readline())
-            keys.append(str(data["key"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return keys

@@ -1,4 +1,4 @@
-"""Session lifecycle commands: /new, /dream, /dream-log, /dream-restore."""
+"""The session command: /new archives this session and starts a fresh one."""
 
 from __future__ import annotations
 
@@ -6,19 +6,15 @@ from typing import TYPE_CHECKING
 
 from lore.core.commands import Command
 from lore.errors import LoreError
+from lore.events import CommandOutput
 
 if TYPE_CHECKING:
-    from lore.core.conversation import Conversation
+    from lore.core.commands import CommandContext
 
-__all__ = ["make_commands"]
-
-_NOT_OWNER = (
-    "Dream and the curated files belong to the owner's conversations; "
-    "this conversation cannot run or change them."
-)
+__all__ = ["session_commands"]
 
 
-async def _new(conversation: Conversation, args: str) -> str:
+async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
     from lore.sessions.closing import new_session
 
     lore = conversation.lore
@@ -28,7 +24,7 @@ async def _new(conversation: Conversation, args: str) -> str:
     try:
         entry = await new_session(lore, conversation.scope, session=session, emit=conversation.emit)
     except LoreError as exc:
-        return f"The session was not closed, nothing was lost: {exc}"
+        return CommandOutput(f"The session was not closed, nothing was lost: {exc}", ok=False)
     if entry is None:
         return "New session started."
     settings = lore.config.session_memory
@@ -39,52 +35,5 @@ async def _new(conversation: Conversation, args: str) -> str:
     )
 
 
-async def _dream(conversation: Conversation, args: str) -> str:
-    from lore.memory.dream import run_dream
-
-    if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
-    try:
-        result = await run_dream(conversation.lore)
-    except LoreError as exc:  # DreamBusy, or git refusing
-        return str(exc)
-    return result.describe()
-
-
-async def _dream_log(conversation: Conversation, args: str) -> str:
-    from lore.backends.local.workspace_git import dream_log
-
-    if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
-    try:
-        return dream_log(conversation.lore, args.strip() or None)
-    except LoreError as exc:
-        return str(exc)
-
-
-async def _dream_restore(conversation: Conversation, args: str) -> str:
-    from lore.backends.local.workspace_git import dream_restore, dream_versions
-
-    if not conversation.lore.config.is_owner_scope(conversation.scope):
-        return _NOT_OWNER
-    sha = args.strip()
-    try:
-        if not sha:
-            return dream_versions(conversation.lore)
-        return dream_restore(conversation.lore, sha)
-    except LoreError as exc:
-        return str(exc)
-
-
-def make_commands() -> list[Command]:
-    return [
-        Command("new", "archive this session and start a fresh one", _new),
-        Command("dream", "fold recent history into MEMORY.md, USER.md, SOUL.md now", _dream),
-        Command("dream-log", "show what a Dream changed (latest, or SHA)", _dream_log, "[SHA]"),
-        Command(
-            "dream-restore",
-            "list Dream versions, or undo one as a new version",
-            _dream_restore,
-            "[SHA]",
-        ),
-    ]
+def session_commands() -> list[Command]:
+    return [Command("new", "archive this session and start a fresh one", _new)]

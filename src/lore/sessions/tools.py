@@ -13,20 +13,18 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from lore.backends.local.archive import ArchivedSession
-from lore.core.tools import Tool, ToolContext, optional_int, optional_str
+from lore.core.tools import ToolContext, optional_int, optional_str
 from lore.errors import ToolError
 from lore.llm.base import Message, content_text
-from lore.sessions.closing import session_archive
+from lore.ports.sessions import ArchivedSession
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.ports.sessions import SessionStore
 
 __all__ = [
     "SessionHistoryTool",
     "SessionListTool",
     "archived_sessions",
-    "make_tools",
     "render_page",
 ]
 
@@ -52,21 +50,17 @@ _HISTORY = (
 )
 
 
-def make_tools(lore: Lore) -> list[Tool]:
-    return [SessionListTool(lore), SessionHistoryTool(lore)]
-
-
-def archived_sessions(lore: Lore, scope: str) -> list[ArchivedSession]:
+def archived_sessions(sessions: SessionStore, scope: str) -> list[ArchivedSession]:
     """This scope's archived sessions, newest first."""
-    entries = [e for e in session_archive(lore).entries() if e.key == scope]
+    entries = [e for e in sessions.archive.entries() if e.key == scope]
     # Index order breaks ties between sessions closed in the same second.
     return sorted(reversed(entries), key=lambda e: e.ended_at, reverse=True)
 
 
-def find_archived(lore: Lore, scope: str, session_id: str) -> ArchivedSession:
+def find_archived(sessions: SessionStore, scope: str, session_id: str) -> ArchivedSession:
     """The archived session of `scope` with this id (or unique id prefix)."""
     wanted = session_id.strip().lower()
-    matches = [e for e in archived_sessions(lore, scope) if e.session_id.startswith(wanted)]
+    matches = [e for e in archived_sessions(sessions, scope) if e.session_id.startswith(wanted)]
     exact = [e for e in matches if e.session_id == wanted]
     if exact:
         return exact[0]
@@ -96,8 +90,9 @@ class SessionListTool:
         },
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, sessions: SessionStore, zone: tzinfo) -> None:
+        self._sessions = sessions
+        self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         key = optional_str(args, "key")
@@ -109,14 +104,14 @@ class SessionListTool:
         limit = max(1, min(optional_int(args, "limit", DEFAULT_PAGE), MAX_PAGE))
         session_id = optional_str(args, "session_id")
         if session_id is not None:
-            found = [find_archived(self._lore, ctx.scope, session_id)]
+            found = [find_archived(self._sessions, ctx.scope, session_id)]
         else:
-            found = archived_sessions(self._lore, ctx.scope)
+            found = archived_sessions(self._sessions, ctx.scope)
         for field in ("slug", "memory_path", "transcript_path"):
             wanted = optional_str(args, field)
             if wanted is not None:
                 found = [e for e in found if wanted.lower() in (getattr(e, field) or "").lower()]
-        live = self._lore.session(ctx.scope)
+        live = self._sessions.live(ctx.scope)
         lines = [
             f"Live session: {live.meta.session_id} ({len(live.messages)} messages); "
             "session_history() with no id shows it."
@@ -126,7 +121,7 @@ class SessionListTool:
             return "\n".join(lines)
         shown = found[:limit]
         lines.append(f"{len(found)} archived session(s), newest first:")
-        zone = self._lore.zone
+        zone = self._zone
         lines.extend(describe_session(entry, zone) for entry in shown)
         if len(found) > len(shown):
             lines.append(f"{len(found) - len(shown)} more not shown; narrow the filters.")
@@ -146,8 +141,9 @@ class SessionHistoryTool:
         },
     }
 
-    def __init__(self, lore: Lore) -> None:
-        self._lore = lore
+    def __init__(self, sessions: SessionStore, zone: tzinfo) -> None:
+        self._sessions = sessions
+        self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         key = optional_str(args, "session_key")
@@ -159,27 +155,25 @@ class SessionHistoryTool:
         offset = optional_int(args, "offset", 0)
         limit = max(1, min(optional_int(args, "limit", DEFAULT_PAGE), MAX_PAGE))
         session_id = optional_str(args, "session_id")
-        live = self._lore.session(ctx.scope)
+        live = self._sessions.live(ctx.scope)
         if session_id is None or _names(live.meta.session_id, session_id):
             title = f"Live session {live.meta.session_id} of {ctx.scope}"
             page = _page(live.messages, offset, limit)
             return render_page(
-                title, page, len(live.messages), self._lore.zone, next_call=_next_call(None)
+                title, page, len(live.messages), self._zone, next_call=_next_call(None)
             )
-        entry = find_archived(self._lore, ctx.scope, session_id)
+        entry = find_archived(self._sessions, ctx.scope, session_id)
         title = (
             f"Archived session {entry.session_id} of {entry.key}, ended "
-            f"{_local(entry.ended_at, self._lore.zone)} ({entry.slug})"
+            f"{_local(entry.ended_at, self._zone)} ({entry.slug})"
         )
         start = offset if offset >= 0 else max(entry.message_count + offset, 0)
-        messages, total = session_archive(self._lore).read_messages(
-            entry, offset=start, limit=limit
-        )
+        messages, total = self._sessions.archive.read_messages(entry, offset=start, limit=limit)
         return render_page(
             title,
             Page(start, messages),
             total,
-            self._lore.zone,
+            self._zone,
             next_call=_next_call(entry.session_id),
         )
 

@@ -13,20 +13,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lore.core.feature import Feature
 from lore.core.tools import Tool, ToolContext
-from lore.skills import LoadSkillTool, load_skills, skills_section
 from lore.tools.exec import ExecTool
 from lore.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 from lore.tools.find import GlobTool, GrepTool
 from lore.tools.project import project_section
+from lore.tools.skills import LoadSkillTool, load_skills, skills_section
 from lore.tools.workbench import Workbench
 
 if TYPE_CHECKING:
-    from lore.app import Lore
+    from lore.core.services import Services
 
-__all__ = ["OWNER_ONLY", "install", "make_tools", "owner_tools"]
-
-OWNER_ONLY = True  # the registry hides these tools outside the owner's conversations
+__all__ = ["owner_tools", "tools_feature"]
 
 
 def owner_tools(bench: Workbench) -> list[Tool]:
@@ -42,14 +41,15 @@ def owner_tools(bench: Workbench) -> list[Tool]:
     ]
 
 
-def make_tools(lore: Lore) -> list[Tool]:
-    return owner_tools(Workbench.from_config(lore.config))
-
-
-def install(lore: Lore) -> None:
+def tools_feature(lore: Services) -> Feature:
     workspace = lore.config.workspace
 
     def skills(ctx: ToolContext) -> str | None:
         return skills_section(load_skills(workspace)) if ctx.owner else None
 
-    lore.context_sections.extend([project_section, skills])
+    return Feature(
+        "tools",
+        tools=owner_tools(Workbench.from_config(lore.config)),
+        sections=[project_section, skills],
+        owner_only=True,  # the registry hides them outside the owner's conversations
+    )

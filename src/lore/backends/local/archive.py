@@ -15,71 +15,22 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
-import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from lore.backends.local.files import cut_torn_tail, fsync_dir, locked_file
-from lore.backends.local.live import SessionMeta
 from lore.errors import SessionError
+from lore.files import cut_torn_tail, fsync_dir, locked_file
 from lore.llm.base import Message
+from lore.ports.sessions import ArchivedSession, SessionMeta
 
-__all__ = ["ArchivedSession", "SessionArchive", "slugify"]
+__all__ = ["SessionArchive"]
 
 log = logging.getLogger(__name__)
 
 FaultHook = Callable[[str], None]
-
-_SLUG_WORDS = 6
-_SLUG_CHARS = 48
-
-
-def slugify(text: str, *, fallback: str = "session") -> str:
-    """A safe ASCII kebab-case file-name part ("Trip to Hualien!" -> "trip-to-hualien")."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    words = re.findall(r"[a-z0-9]+", ascii_text.lower())[:_SLUG_WORDS]
-    slug = "-".join(words)[:_SLUG_CHARS].strip("-")
-    return slug or fallback
-
-
-@dataclass(frozen=True)
-class ArchivedSession:
-    """One closed session as the index describes it."""
-
-    session_id: str
-    key: str
-    slug: str
-    created_at: str
-    updated_at: str
-    ended_at: str
-    message_count: int
-    transcript_path: str  # relative to Lore's home
-    memory_path: str | None = None  # summary (or raw digest) file, relative to home
-    summary: str = "pending"  # pending | written | raw | skipped
-    reason: str = "new"  # new | idle
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ArchivedSession:
-        return cls(
-            session_id=str(data["session_id"]),
-            key=str(data["key"]),
-            slug=str(data.get("slug") or "session"),
-            created_at=str(data.get("created_at", "")),
-            updated_at=str(data.get("updated_at", "")),
-            ended_at=str(data.get("ended_at", "")),
-            message_count=int(data.get("message_count", 0)),
-            transcript_path=str(data["transcript_path"]),
-            memory_path=data.get("memory_path") or None,
-            summary=str(data.get("summary", "pending")),
-            reason=str(data.get("reason", "new")),
-        )
 
 
 class SessionArchive:
@@ -92,6 +43,18 @@ class SessionArchive:
         self._lock_path = sessions_dir / "_sessions.lock"
 
     # -- paths -----------------------------------------------------------------
+
+    @property
+    def index_location(self) -> str:
+        """Where the index is, as the summary files name it."""
+        return self.relative(self.index_path)
+
+    def stamp(self) -> tuple[int, int] | None:
+        try:
+            stat = self.index_path.stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
 
     def relative(self, path: Path) -> str:
         try:

@@ -13,29 +13,18 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from lore.backends.local.files import cut_torn_tail, locked_file
+from lore.files import cut_torn_tail, locked_file
+from lore.ports.notes import HistoryEntry
 
 __all__ = ["History", "HistoryEntry"]
 
 log = logging.getLogger(__name__)
 
 _BLOCK = 64 * 1024
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    cursor: int
-    timestamp: str  # ISO 8601 with offset
-    session_key: str
-    content: str
-
-    def to_line(self) -> bytes:
-        data = json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
-        return data.encode("utf-8") + b"\n"
 
 
 class History:
@@ -67,7 +56,7 @@ class History:
                 content=content.strip(),
             )
             with self.path.open("ab") as f:
-                f.write(entry.to_line())
+                f.write(_line(entry))
                 f.flush()
                 os.fsync(f.fileno())
             _write_int(self.cursor_path, entry.cursor)
@@ -172,3 +161,8 @@ def _write_int(path: Path, value: int) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _line(entry: HistoryEntry) -> bytes:
+    data = json.dumps(asdict(entry), ensure_ascii=False, separators=(",", ":"))
+    return data.encode("utf-8") + b"\n"

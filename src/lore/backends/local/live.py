@@ -12,18 +12,20 @@ import json
 import logging
 import os
 import uuid
-from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lore.backends.local.files import atomic_write, locked_file
-from lore.backends.local.keys import key_to_filename
 from lore.errors import SessionError
+from lore.files import atomic_write, lock_fd, locked_file, try_lock
+from lore.keys import key_to_filename
 from lore.llm.base import Message
+from lore.ports.sessions import SessionMeta
 
-__all__ = ["LiveSession", "SessionMeta", "new_session_id"]
+__all__ = ["Draft", "LiveSession", "new_session_id"]
 
 log = logging.getLogger(__name__)
 
@@ -38,32 +40,43 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-@dataclass
-class SessionMeta:
-    session_id: str
-    key: str
-    created_at: str
-    updated_at: str
-    last_consolidated: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+class Draft:
+    """The reply being streamed, written as it is shown (no fsync: a killed process's
+    writes still reach the file; only a power cut can lose the last chunks). The file is
+    created, and locked, with the first chunk: a turn that streams no text makes none."""
 
-    def to_line(self) -> bytes:
-        data = {"_type": "metadata", **asdict(self)}
-        raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        if len(raw) + 1 > META_WIDTH:
-            return raw + b"\n"
-        return raw + b" " * (META_WIDTH - len(raw) - 1) + b"\n"
+    def __init__(self, path: Path, header: bytes) -> None:
+        self._path = path
+        self._header = header
+        self._fd: int | None = None
+        self._parts: list[str] = []
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionMeta:
-        return cls(
-            session_id=str(data["session_id"]),
-            key=str(data["key"]),
-            created_at=str(data.get("created_at", "")),
-            updated_at=str(data.get("updated_at", "")),
-            last_consolidated=int(data.get("last_consolidated", 0)),
-            extra=dict(data.get("extra") or {}),
-        )
+    def write(self, text: str) -> None:
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            lock_fd(self._fd)
+            os.write(self._fd, self._header)
+        self._parts.append(text)
+        os.write(self._fd, text.encode("utf-8", errors="replace"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+def meta_line(meta: SessionMeta) -> bytes:
+    """The metadata line, padded to META_WIDTH so it can be rewritten in place."""
+    data = {"_type": "metadata", **asdict(meta)}
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(raw) + 1 > META_WIDTH:
+        return raw + b"\n"
+    return raw + b" " * (META_WIDTH - len(raw) - 1) + b"\n"
 
 
 class LiveSession:
@@ -78,11 +91,13 @@ class LiveSession:
         self._offset = 0
         self._meta_len = 0
         self._inode: int | None = None
+        self._lock_depth = 0
         directory.mkdir(parents=True, exist_ok=True)
         with self._locked():
             if not self.path.exists() or self.path.stat().st_size == 0:
                 self._create()
             self._load_all()
+            self._recover_draft()
 
     # -- reading ---------------------------------------------------------------
 
@@ -131,6 +146,9 @@ class LiveSession:
                 continue
             try:
                 message = json.loads(raw)
+                if isinstance(message, dict) and message.get("_type") == "mark":
+                    self._apply_mark(message)
+                    continue
                 if not isinstance(message, dict) or "role" not in message:
                     raise ValueError("not a message")
             except ValueError:
@@ -141,8 +159,12 @@ class LiveSession:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, messages: list[Message]) -> None:
-        """Append messages (one line each), fsync, and bump `updated_at`."""
+    def append(self, messages: list[Message], *, touch: bool = True) -> None:
+        """Append messages (one line each), fsync, and bump `updated_at` (unless not
+        `touch`: a turn writes what the user said first, and touches once at its end)."""
+        self._append_lines(messages, touch=touch)
+
+    def _append_lines(self, messages: list[dict[str, Any]], *, touch: bool = True) -> None:
         if not messages:
             return
         payload = b"".join(
@@ -160,7 +182,83 @@ class LiveSession:
                 f.flush()
                 os.fsync(f.fileno())
             self.refresh()
-            self._write_meta(updated_at=utc_now_iso())
+            if touch:
+                # Not fsynced: a lost `updated_at` only makes the session look older, and
+                # idle checks also read the last message's own time.
+                self._write_meta(durable=False, updated_at=utc_now_iso())
+
+    def append_once(self, key: str, messages: list[Message]) -> bool:
+        """Append unless a message with delivery key `key` is already in the session."""
+        with self._locked():
+            self.refresh()
+            if any(m.get("delivery") == key for m in self.messages):
+                return False
+            self.append([{**m, "delivery": key} for m in messages])
+            return True
+
+    def mark(self, index: int, **flags: Any) -> None:
+        """Set flags on message `index` (e.g. cancelled=True) with one appended line: the
+        transcript stays append-only, and readers apply the mark as they load it."""
+        self._append_lines([{"_type": "mark", "index": index, "flags": flags}], touch=False)
+
+    @contextmanager
+    def draft(self, index: int) -> Iterator[Draft]:
+        """A file the reply being streamed for message `index` goes to, chunk by chunk,
+        before the channel shows it. Gone when the turn ends; a process killed mid-reply
+        leaves it, and the next process to open the session turns it into an assistant
+        message marked `interrupted`."""
+        header = {"index": index, "session_id": self.meta.session_id}
+        draft = Draft(self._draft_path, json.dumps(header).encode("utf-8") + b"\n")
+        try:
+            yield draft
+        finally:
+            draft.close()
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold the write lock across several steps (appends inside are fine)."""
+        return self._locked()
+
+    @property
+    def _draft_path(self) -> Path:
+        return self.path.with_name(self.path.name[: -len(".jsonl")] + ".draft")
+
+    def _recover_draft(self) -> None:
+        """A reply a killed process was streaming: keep what the user saw of it."""
+        path = self._draft_path
+        if not path.exists():
+            return
+        with try_lock(path) as free:
+            if not free:
+                return  # still being written by a live turn
+            raw = path.read_bytes()
+            head, _, body = raw.partition(b"\n")
+            try:
+                header = json.loads(head)
+                index = int(header["index"])
+                same = header.get("session_id") == self.meta.session_id
+            except (ValueError, KeyError, TypeError):
+                same, index = False, -1
+            text = body.decode("utf-8", errors="replace")
+            unanswered = same and index == len(self.messages) - 1
+            if unanswered and text.strip():
+                timestamp = self.messages[index].get("timestamp", utc_now_iso())
+                log.warning("%s: kept a reply interrupted by a crash", self.path.name)
+                self.append(
+                    [
+                        {
+                            "role": "assistant",
+                            "content": text,
+                            "timestamp": timestamp,
+                            "interrupted": True,
+                        }
+                    ]
+                )
+            path.unlink(missing_ok=True)
+
+    def _apply_mark(self, data: dict[str, Any]) -> None:
+        index, flags = data.get("index"), data.get("flags")
+        if isinstance(index, int) and 0 <= index < len(self.messages) and isinstance(flags, dict):
+            self.messages[index].update(flags)
 
     def update_meta(self, **changes: Any) -> None:
         with self._locked():
@@ -173,18 +271,19 @@ class LiveSession:
             self._create(session_id)
             self._load_all()
 
-    def _write_meta(self, **changes: Any) -> None:
+    def _write_meta(self, *, durable: bool = True, **changes: Any) -> None:
         for name, value in changes.items():
             if name == "extra":
                 self.meta.extra.update(value)
             else:
                 setattr(self.meta, name, value)
-        line = self.meta.to_line()
+        line = meta_line(self.meta)
         if len(line) == self._meta_len:
             with self.path.open("r+b") as f:
                 f.write(line)
                 f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             return
         # Metadata outgrew its padding: rewrite once, atomically.
         with self.path.open("rb") as f:
@@ -198,7 +297,7 @@ class LiveSession:
         self.meta = SessionMeta(
             session_id=session_id or new_session_id(), key=self.key, created_at=now, updated_at=now
         )
-        self._replace(self.meta.to_line())
+        self._replace(meta_line(self.meta))
 
     def _replace(self, content: bytes) -> None:
         atomic_write(self.path, content)
@@ -210,5 +309,19 @@ class LiveSession:
         f.seek(0, os.SEEK_END)
         return last == b"\n"
 
-    def _locked(self) -> AbstractContextManager[None]:
-        return locked_file(self._lock_path)
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # flock does not nest across file descriptions: count the depth in this object.
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        with locked_file(self._lock_path):
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0

@@ -11,14 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from lore.backends.local.database import Database
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import (
+    ActivePage,
     AuditEntry,
     Draft,
     ImportResult,
@@ -34,21 +35,13 @@ from lore.ports.memories import (
 )
 from lore.text import index_terms, match_expression
 
-__all__ = ["ActivePage", "MemoryStore"]
+__all__ = ["SQLiteMemoryStore"]
 
 _LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > :now)"
 _BLOCK_ORDER = "(kind = 'profile') DESC, updated_at DESC, id DESC"
 
 
-@dataclass(frozen=True)
-class ActivePage:
-    """The first memories of a scope in block order, and how many are active in all."""
-
-    memories: list[Memory]
-    total: int
-
-
-class MemoryStore:
+class SQLiteMemoryStore:
     """Memories, per scope. Each public write is one transaction."""
 
     def __init__(self, db: Database) -> None:
@@ -139,6 +132,13 @@ class MemoryStore:
             # The WAL still holds the old pages; fold it in and truncate it.
             self._db.checkpoint()
         return chain
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._db.atomic():
+            yield
+        if not self._db.conn.in_transaction:
+            self._db.checkpoint()  # a forget inside left the old pages in the WAL
 
     def import_(
         self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime

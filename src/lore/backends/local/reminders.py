@@ -11,100 +11,33 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.backends.local.database import Database
+from lore.backends.local.outbox import LocalOutbox, reminder_item
 from lore.errors import InvalidInputError, NotFoundError
+from lore.ports.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder, zone_named
 from lore.schedule import Schedule, next_after, parse_schedule
 
-__all__ = ["DueReminder", "Reminder", "ReminderStore"]
+__all__ = ["SQLiteReminderStore"]
 
-MAX_TEXT = 1000
 _MAX_ID = 2**63 - 1
-LATE_AFTER = timedelta(seconds=90)  # delivered later than this past due says "(late)"
 _COLUMNS = (
     "id, scope, author, text, due_at, timezone, recurrence, anchor_at, status, channel, "
     "session_id, created_at, delivered_at, delivery_count"
 )
 
 
-@dataclass(frozen=True)
-class Reminder:
-    id: int
-    scope: str
-    author: str
-    text: str
-    due_at: datetime  # the next (or last) fire time, UTC
-    timezone: str  # IANA name; recurrence is read in this zone
-    recurrence: str | None  # canonical schedule text; None for a one-shot
-    anchor_at: datetime  # the first fire time; interval schedules count from it
-    status: str  # pending | delivered | cancelled
-    channel: str
-    session_id: str
-    created_at: datetime
-    delivered_at: datetime | None
-    delivery_count: int
-
-    @property
-    def zone(self) -> tzinfo:
-        return _zone(self.timezone)
-
-    @property
-    def local_due(self) -> datetime:
-        return self.due_at.astimezone(self.zone)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "scope": self.scope,
-            "author": self.author,
-            "text": self.text,
-            "due_at": self.due_at.isoformat(),
-            "local_due": self.local_due.isoformat(),
-            "timezone": self.timezone,
-            "recurrence": self.recurrence,
-            "status": self.status,
-            "channel": self.channel,
-            "created_at": self.created_at.isoformat(),
-            "delivered_at": self.delivered_at.isoformat() if self.delivered_at else None,
-            "delivery_count": self.delivery_count,
-        }
-
-
-@dataclass(frozen=True)
-class DueReminder:
-    """A claimed occurrence: what to deliver, and what the claim changed."""
-
-    reminder: Reminder  # as it was before the claim; `due_at` is this occurrence
-    claimed_at: datetime
-    late: bool
-    next_due: datetime | None  # where a recurring reminder was moved; None when finished
-
-    @property
-    def id(self) -> int:
-        return self.reminder.id
-
-    @property
-    def scope(self) -> str:
-        return self.reminder.scope
-
-    @property
-    def author(self) -> str:
-        return self.reminder.author
-
-    @property
-    def text(self) -> str:
-        return self.reminder.text
-
-
-class ReminderStore:
-    def __init__(self, db: Database) -> None:
+class SQLiteReminderStore:
+    def __init__(self, db: Database, outbox: LocalOutbox | None = None) -> None:
         self.db = db
+        self._outbox = outbox or LocalOutbox(db)
         self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def outbox(self) -> LocalOutbox:
+        return self._outbox
 
     def on_added(self, listener: Callable[[], None]) -> None:
         """Call `listener` after each add (a running scheduler re-checks its wake time)."""
@@ -132,7 +65,7 @@ class ReminderStore:
             raise InvalidInputError(
                 f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}"
             )
-        zone = _zone(timezone)
+        zone = zone_named(timezone)
         canonical = None
         if recurrence:
             schedule = _schedule(recurrence)
@@ -183,8 +116,8 @@ class ReminderStore:
         late_after: timedelta = LATE_AFTER,
         scope: str | None = None,
     ) -> list[DueReminder]:
-        """Claim up to `limit` reminders due at `now` (of one scope, if given), all in one
-        transaction."""
+        """Move up to `limit` due occurrences (of one scope, if given) into the outbox, all
+        in one transaction; a one-shot becomes delivered, a recurring one moves on."""
         now_ts = _ts(now)
         claimed: list[DueReminder] = []
         with self.db.atomic(immediate=True) as conn:
@@ -212,31 +145,12 @@ class ReminderStore:
                         "delivery_count = delivery_count + 1 WHERE id = ?",
                         (_ts(next_due, up=True), now_ts, reminder.id),
                     )
-                late = now - reminder.due_at > late_after
-                claimed.append(DueReminder(reminder, now.astimezone(UTC), late, next_due))
+                due = DueReminder(
+                    reminder, now.astimezone(UTC), now - reminder.due_at > late_after, next_due
+                )
+                self._outbox.put_in(conn, reminder_item(due), now=now)
+                claimed.append(due)
         return claimed
-
-    def release(self, due: DueReminder) -> bool:
-        """Undo a claim whose delivery failed, unless the row changed since (cancelled)."""
-        before = due.reminder
-        after_status = "pending" if due.next_due else "delivered"
-        after_due = _ts(due.next_due, up=True) if due.next_due else _ts(before.due_at)
-        with self.db.atomic() as conn:
-            cursor = conn.execute(
-                "UPDATE reminders SET status = 'pending', due_at = ?, delivered_at = ?, "
-                "delivery_count = ? WHERE id = ? AND status = ? AND due_at = ? "
-                "AND delivered_at = ?",
-                (
-                    _ts(before.due_at),
-                    _ts(before.delivered_at) if before.delivered_at else None,
-                    before.delivery_count,
-                    before.id,
-                    after_status,
-                    after_due,
-                    _ts(due.claimed_at),
-                ),
-            )
-            return cursor.rowcount == 1
 
     # -- reads ----------------------------------------------------------------------
 
@@ -297,16 +211,6 @@ _SCOPED = "AND scope = ? "
 @lru_cache(maxsize=256)
 def _schedule(text: str) -> Schedule:
     return parse_schedule(text)
-
-
-@lru_cache(maxsize=64)
-def _zone(name: str) -> tzinfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidInputError(
-            f"unknown timezone {name!r}; use an IANA name like Asia/Taipei"
-        ) from exc
 
 
 def _ts(moment: datetime, *, up: bool = False) -> int:

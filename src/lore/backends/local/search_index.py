@@ -15,80 +15,23 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lore.backends.local.database import Database
 from lore.embed import Embedder, VectorMatrix, Vectors, quantise
+from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 from lore.text import index_terms, match_expression
 
-__all__ = ["KINDS", "Entry", "IndexStats", "SearchIndex", "SourceRecord", "Stored", "scope_tag"]
+__all__ = ["SearchIndex", "scope_tag"]
 
-KINDS = ("memory", "note", "message")
 # BM25 column weights: scope_tag (never ranked), words, grams, and `keywords`, which holds
 # extra text (a memory's keywords; a message's date and neighbouring turns): matches in
 # the text itself, as words or CJK grams, weigh more than matches in what surrounds it.
 _BM25 = "bm25(search_fts, 0.0, 2.0, 2.0, 0.75)"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """Something to index. (kind, source, locator) identifies it; writing it again replaces."""
-
-    scope: str
-    kind: str
-    source: str  # '' for a memory, a file path for a note, a session id for a message
-    locator: int  # the memory id, the note's first line, the message index
-    at: float  # Unix seconds
-    text: str
-    speaker: str = ""  # who said it (message) or the heading it sits under (note)
-    context: str = ""  # embedded with the text (the previous turn), never shown
-    extra: str = ""  # matched at a lower weight, never shown: keywords, date, neighbours
-    expires_at: float | None = None
-
-
-@dataclass(frozen=True)
-class Stored:
-    """An indexed entry as a search result needs it."""
-
-    id: int
-    scope: str
-    kind: str
-    source: str
-    locator: int
-    at: float
-    speaker: str
-    text: str
-
-    @property
-    def display(self) -> str:
-        return f"{self.speaker}: {self.text}" if self.speaker else self.text
-
-
-@dataclass(frozen=True)
-class SourceRecord:
-    """What a file or archived session looked like when it was last indexed."""
-
-    kind: str
-    source: str
-    scope: str
-    mtime_ns: int
-    size: int
-    digest: str
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    entries: dict[str, int]
-    sources: dict[str, int]  # distinct memories, note files, sessions with entries
-    scopes: int
-    vectors: int
-    pending_vectors: int
-    queued_memories: int
-    embedder: str
 
 
 def scope_tag(scope: str) -> str:
@@ -121,6 +64,12 @@ class SearchIndex:
 
             self._embedder = default_embedder()
         return self._embedder
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Several writes as one transaction."""
+        with self._db.atomic():
+            yield
 
     # -- writing --------------------------------------------------------------------------
 

@@ -7,21 +7,14 @@ to the very next request. A file still equal to its template is not sent to the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-__all__ = ["BOOTSTRAP_FILES", "Workspace", "WorkspaceFile"]
+from lore.ports.notes import TEMPLATED, WorkspaceFile, template
+
+__all__ = ["BOOTSTRAP_FILES", "Workspace"]
 
 # Order matters: it is the order the files appear in the system prompt.
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md")
-TEMPLATED = ("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md")
-
-
-@dataclass(frozen=True)
-class WorkspaceFile:
-    name: str
-    content: str
 
 
 class Workspace:
@@ -69,14 +62,3 @@ class Workspace:
 def _inside(path: Path, root: Path) -> bool:
     real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
     return top in real.parents and real.is_file()
-
-
-_TEMPLATES: dict[str, str] = {}
-
-
-def template(name: str) -> str:
-    if name not in _TEMPLATES:
-        _TEMPLATES[name] = (
-            resources.files("lore").joinpath("templates", name).read_text(encoding="utf-8")
-        )
-    return _TEMPLATES[name]

@@ -12,36 +12,13 @@ import logging
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from lore.backends.local.files import try_lock
-from lore.errors import LoreError
+from lore.ports.notes import Commit, GitError
 
-if TYPE_CHECKING:
-    from lore.app import Lore
-
-__all__ = [
-    "COMMIT_PREFIX",
-    "CURATED",
-    "CURSOR_PATH",
-    "Commit",
-    "GitError",
-    "WorkspaceGit",
-    "dream_log",
-    "dream_restore",
-    "dream_versions",
-]
+__all__ = ["WorkspaceGit"]
 
 log = logging.getLogger(__name__)
-
-# What is versioned: the files Dream curates, and its cursor.
-CURATED = ("SOUL.md", "USER.md", "MEMORY.md")
-CURSOR_PATH = "memory/.dream_cursor"
-COMMIT_PREFIX = "dream:"  # a Dream that changed files
-CURSOR_COMMIT = "dream-cursor:"  # a Dream that only moved its cursor
-RESTORE_PREFIX = "dream-restore:"
 
 _IDENTITY = (
     "-c",
@@ -57,17 +34,6 @@ _IDENTITY = (
 )
 _SHA = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _SEP = "\x1f"
-
-
-class GitError(LoreError):
-    """A git operation on the workspace failed, or versioning is unavailable."""
-
-
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    date: str  # ISO 8601
-    message: str
 
 
 class WorkspaceGit:
@@ -212,50 +178,6 @@ class WorkspaceGit:
         if check and done.returncode != 0:
             raise GitError(f"git {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
         return done
-
-
-# -- /dream-log, /dream-restore and `lore dream --log/--restore` ---------------------
-
-
-def dream_log(lore: Lore, sha: str | None = None) -> str:
-    """The diff of Dream commit `sha`, or of the latest one."""
-    git = WorkspaceGit(lore.workspace.root)
-    git.ensure()
-    if sha is None:
-        latest = git.log(limit=1, grep=f"^{COMMIT_PREFIX}")
-        if not latest:
-            return "Dream has not changed any file yet."
-        sha = latest[0].sha
-    return git.show(sha, [*CURATED, CURSOR_PATH]).rstrip()
-
-
-def dream_versions(lore: Lore, *, limit: int = 10) -> str:
-    """Recent Dream versions (and restores), newest first, for /dream-restore."""
-    git = WorkspaceGit(lore.workspace.root)
-    git.ensure()
-    commits = git.log(limit=limit, grep=f"^({COMMIT_PREFIX}|{RESTORE_PREFIX})")
-    if not commits:
-        return "No Dream versions yet."
-    lines = ["Dream versions, newest first (/dream-restore SHA undoes one):"]
-    for commit in commits:
-        when = commit.date[:16].replace("T", " ")
-        lines.append(f"  {commit.sha[:8]}  {when}  {commit.message}")
-    return "\n".join(lines)
-
-
-def dream_restore(lore: Lore, sha: str) -> str:
-    """Undo the changes of commit `sha` as a new commit; the Dream cursor stays put."""
-    git = WorkspaceGit(lore.workspace.root)
-    git.ensure()
-    with try_lock(lore.workspace.memory_dir / ".dream.lock") as free:
-        if not free:
-            raise GitError("Dream is running; restore when it is done")
-        full = git.resolve(sha)
-        git.commit([*CURATED, CURSOR_PATH], "workspace: changes made outside Dream")
-        original = git.log(limit=1, rev=full)[0].message
-        message = f"{RESTORE_PREFIX} revert {full[:8]} ({original})"
-        new = git.revert(full, keep=[CURSOR_PATH], message=message)
-    return f"Undid {full[:8]}; the files are restored as version {new[:8]}."
 
 
 def _count(text: str) -> int:

@@ -1,0 +1,180 @@
+"""The outbox table: the only SQL for deliveries, each public write one transaction.
+
+A lease is (owner, until): a process that dies holding one simply lets it run out, and
+the next `lease` call hands the item to whoever asks. `done` only counts for the owner
+still holding the lease, so two processes never both mark one delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from lore.backends.local.database import Database
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
+from lore.ports.reminders import DueReminder, occurrence_key
+
+__all__ = ["LocalOutbox", "reminder_item"]
+
+_COLUMNS = "id, key, scope, channel, kind, payload, status, attempts, created_at, last_error"
+
+
+def reminder_item(due: DueReminder) -> OutboxItem:
+    """A claimed reminder occurrence as an outbox item."""
+    reminder = due.reminder
+    return OutboxItem(
+        id=0,
+        key=occurrence_key(reminder.id, reminder.due_at),
+        scope=reminder.scope,
+        channel=reminder.channel,
+        kind="reminder",
+        payload={
+            "reminder_id": reminder.id,
+            "text": reminder.text,
+            "author": reminder.author,
+            "due_at": reminder.due_at.isoformat(),
+            "timezone": reminder.timezone,
+            "late": due.late,
+            "recurrence": reminder.recurrence,
+            "next_due": due.next_due.isoformat() if due.next_due else None,
+        },
+        status="pending",
+        attempts=0,
+        created_at=due.claimed_at,
+    )
+
+
+class LocalOutbox:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def put(self, item: OutboxItem, *, now: datetime) -> bool:
+        with self.db.atomic() as conn:
+            return self.put_in(conn, item, now=now)
+
+    def put_in(self, conn: sqlite3.Connection, item: OutboxItem, *, now: datetime) -> bool:
+        """`put` inside a transaction the caller holds (a reminder claim)."""
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO outbox (key, scope, channel, kind, payload, created_at,"
+            " available_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                item.key,
+                item.scope,
+                item.channel,
+                item.kind,
+                json.dumps(item.payload, ensure_ascii=False),
+                _ts(now),
+                _ts(now),
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def lease(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        scopes: Sequence[str] | None = None,
+        limit: int = 100,
+        seconds: float = 60.0,
+    ) -> list[OutboxItem]:
+        moment = now.timestamp()
+        where = "status = 'pending' AND available_at <= ? AND coalesce(lease_until, 0) < ?"
+        args: list[object] = [_ts(now), moment]
+        if scopes is not None:
+            if not scopes:
+                return []
+            where += f" AND scope IN ({','.join('?' * len(scopes))})"
+            args += list(scopes)
+        with self.db.atomic(immediate=True) as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM outbox WHERE {where} ORDER BY id LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE outbox SET lease_owner = ?, lease_until = ? WHERE id = ?",
+                [(owner, moment + seconds, row["id"]) for row in rows],
+            )
+        return [_item(row) for row in rows]
+
+    def done(self, item_id: int, *, owner: str, now: datetime) -> bool:
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE outbox SET status = 'delivered', delivered_at = ?, delivered_by = ?,"
+                " lease_owner = NULL, lease_until = NULL"
+                " WHERE id = ? AND status = 'pending' AND lease_owner = ?",
+                (_ts(now), owner, item_id, owner),
+            )
+            return cursor.rowcount == 1
+
+    def release(self, item_id: int, *, owner: str) -> None:
+        with self.db.atomic() as conn:
+            conn.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+                " WHERE id = ? AND status = 'pending' AND lease_owner = ?",
+                (item_id, owner),
+            )
+
+    def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
+        with self.db.atomic() as conn:
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?,"
+                " available_at = ?, lease_owner = NULL, lease_until = NULL,"
+                " status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE status END"
+                " WHERE id = ? AND status = 'pending' AND lease_owner = ?",
+                (error[:500], _ts(now) + int(delay), MAX_ATTEMPTS, item_id, owner),
+            )
+
+    def ready_scopes(self, now: datetime) -> list[str]:
+        rows = self.db.conn.execute(
+            "SELECT DISTINCT scope FROM outbox WHERE status = 'pending' AND available_at <= ?"
+            " AND coalesce(lease_until, 0) < ?",
+            (_ts(now), now.timestamp()),
+        )
+        return [str(row[0]) for row in rows]
+
+    def next_ready(self, scope: str | None = None) -> datetime | None:
+        sql = (
+            "SELECT min(max(available_at, coalesce(lease_until, 0))) FROM outbox"
+            " WHERE status = 'pending'"
+        )
+        row = (
+            self.db.conn.execute(sql).fetchone()
+            if scope is None
+            else self.db.conn.execute(sql + " AND scope = ?", (scope,)).fetchone()
+        )
+        return None if row[0] is None else datetime.fromtimestamp(float(row[0]), UTC)
+
+    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+        where, args = "scope = ?", [scope]
+        if status is not None:
+            where += " AND status = ?"
+            args.append(status)
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM outbox WHERE {where} ORDER BY id DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [_item(row) for row in rows]
+
+
+def _ts(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError("outbox times must be aware")
+    return int(moment.timestamp())
+
+
+def _item(row: sqlite3.Row) -> OutboxItem:
+    return OutboxItem(
+        id=row["id"],
+        key=row["key"],
+        scope=row["scope"],
+        channel=row["channel"],
+        kind=row["kind"],
+        payload=json.loads(row["payload"]),
+        status=row["status"],
+        attempts=row["attempts"],
+        created_at=datetime.fromtimestamp(row["created_at"], UTC),
+        last_error=row["last_error"] or "",
+    )

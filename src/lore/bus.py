@@ -1,0 +1,165 @@
+"""The message bus: one queue per conversation scope, events routed to their channel.
+
+Channels hand it `Inbound` messages. Messages of one scope run one at a time, in the
+order they arrived (a group where three people write at once gets a legal transcript,
+each message with its own author); different scopes run concurrently. A turn's events go
+to the `emit` of the channel that sent the message. Events no message asked for (a
+reminder due, a background notice) go to the channel that attached to the scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lore.core.commands import is_command, run_command
+from lore.core.turn import TurnRunner, tool_context
+from lore.events import CommandOutput, Emit, Event, Inbound, Trust
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.core.approval import Approver
+    from lore.core.loop import TurnResult
+    from lore.core.services import Services
+    from lore.ports.sessions import LiveSession
+
+__all__ = ["Bus", "Conversation", "Outcome"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What became of one inbound message."""
+
+    result: TurnResult | None = None  # a turn that got its reply
+    command: CommandOutput | None = None  # a slash command's output
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        if self.command is not None:
+            return self.command.ok
+        return self.result is not None
+
+    @property
+    def text(self) -> str:
+        """The reply, or the command's output."""
+        if self.command is not None:
+            return self.command.text
+        return self.result.text if self.result is not None else ""
+
+
+class Bus:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.turns = TurnRunner(services)
+        self._queues: dict[str, asyncio.Lock] = {}
+        self._routes: dict[str, Emit] = {}
+
+    async def send(
+        self, inbound: Inbound, emit: Emit | None = None, approver: Approver | None = None
+    ) -> Outcome:
+        """Run one message in its scope's queue; its events go to `emit`, a tool's
+        "may I?" to `approver` (the channel's way of asking the owner)."""
+        outcome = Outcome()
+
+        def record(event: Event) -> None:
+            outcome.events.append(event)
+            if emit is not None:
+                emit(event)
+
+        queue = self._queues.setdefault(inbound.scope, asyncio.Lock())
+        async with queue:  # FIFO: waiters are served in arrival order
+            if is_command(inbound.text):
+                outcome.command = await run_command(self.services, inbound, record)
+            else:
+                outcome.result = await self.turns.run(inbound, record, approver)
+        if not queue.locked() and self._queues.get(inbound.scope) is queue:
+            del self._queues[inbound.scope]
+        return outcome
+
+    def busy(self, scope: str) -> bool:
+        """Is a message of this scope running or waiting?"""
+        queue = self._queues.get(scope)
+        return queue is not None and queue.locked()
+
+    # -- routing --------------------------------------------------------------------------
+
+    @contextmanager
+    def attach(self, scope: str, emit: Emit) -> Iterator[None]:
+        """Route this scope's unasked-for events (reminders, notices) to `emit`."""
+        self._routes[scope] = emit
+        try:
+            yield
+        finally:
+            if self._routes.get(scope) is emit:
+                del self._routes[scope]
+
+    def route(self, scope: str) -> Emit | None:
+        return self._routes.get(scope)
+
+    def publish(self, scope: str, event: Event) -> bool:
+        """Send an event to the channel attached to `scope`; False when none is."""
+        emit = self._routes.get(scope)
+        if emit is None:
+            return False
+        emit(event)
+        return True
+
+    def system_prompt(self, inbound: Inbound) -> str:
+        """The system prompt a turn for this message would send."""
+        session = self.services.session(inbound.scope)
+        return self.turns.system_prompt(tool_context(self.services, session, inbound))
+
+    def stop(self) -> None:
+        """A clean shutdown: turns cut short from now on keep the reply shown so far."""
+        self.turns.stopping = True
+
+
+class Conversation:
+    """A handle on one conversation for a channel with one speaker (the terminal, a test):
+    it fills in the inbound envelope and hands each message to the bus."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        scope: str,
+        *,
+        emit: Emit,
+        author: str,
+        channel: str,
+        trust: Trust,
+        approver: Approver | None = None,
+        project: Path | None = None,
+    ) -> None:
+        self.bus = bus
+        self.scope = scope
+        self.emit = emit
+        self.author = author
+        self.channel = channel
+        self.trust = trust
+        self.approver = approver
+        self.project = project
+
+    @property
+    def session(self) -> LiveSession:
+        return self.bus.services.session(self.scope)
+
+    def inbound(self, text: str) -> Inbound:
+        return Inbound(
+            self.scope, self.channel, self.author, text, self.trust, project=self.project
+        )
+
+    async def send(self, text: str) -> Outcome:
+        """A slash command or a turn, in this conversation's queue."""
+        return await self.bus.send(self.inbound(text), self.emit, self.approver)
+
+    def system_prompt(self) -> str:
+        """The system prompt the next turn would send (the start-up benchmark times it)."""
+        return self.bus.system_prompt(self.inbound(""))

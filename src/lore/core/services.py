@@ -1,0 +1,96 @@
+"""What features may ask of the runtime: the stores behind their ports, the model, time.
+
+`lore.runtime.Runtime` is the one implementation; features and the core only ever see
+this Protocol, so they never import the composition root, a backend or a channel.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.core.background import Background
+    from lore.core.commands import CommandRegistry
+    from lore.core.feature import Feature
+    from lore.core.tools import ToolRegistry
+    from lore.llm.base import Provider
+    from lore.llm.tokens import TokenCounter
+    from lore.ports.memories import MemoryStore
+    from lore.ports.notes import HistoryLog, Versions, Workspace
+    from lore.ports.outbox import Outbox
+    from lore.ports.reminders import ReminderStore
+    from lore.ports.search import SearchIndexPort
+    from lore.ports.sessions import LiveSession, SessionStore
+
+__all__ = ["Services"]
+
+
+class Services(Protocol):
+    config: Config
+    clock: Clock
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    def provider_for(self, model: str) -> Provider: ...
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def background(self) -> Background: ...
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    @property
+    def reminders(self) -> ReminderStore: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def search_index(self) -> SearchIndexPort: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    def project_workspace(self, root: Path) -> Workspace:
+        """A chosen project folder, read as a workspace (never outside it)."""
+        ...
+
+    @property
+    def versions(self) -> Versions: ...
+
+    @property
+    def features(self) -> list[Feature]: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def commands(self) -> CommandRegistry: ...
+
+    @property
+    def context_window(self) -> int: ...
+
+    @property
+    def reply_tokens(self) -> int: ...
+
+    def history_budget(self, fixed_tokens: int) -> int: ...
+
+    def session(self, key: str) -> LiveSession: ...

@@ -1,0 +1,225 @@
+"""One turn, top to bottom: persist what was said → build the context → run the tool loop
+→ persist the reply → emit → schedule background work.
+
+What was said is written (fsynced) before the model is asked, and every streamed chunk
+goes to a draft file before the channel shows it, so whatever the user saw survives a
+crash: an interrupted reply comes back as an assistant message marked `interrupted`.
+Ctrl+C (cancellation) marks the user message cancelled, which leaves the conversation as
+it was: cancelled turns never reach a window again. A failed turn keeps the user message
+(marked unanswered) and the tool rounds that completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC
+from typing import TYPE_CHECKING
+
+from lore.core.context import ContextBuilder
+from lore.core.loop import TurnResult, run_tool_loop
+from lore.core.tools import ToolContext
+from lore.core.window import history_window
+from lore.errors import BadRequestError, LoreError
+from lore.events import Emit, Event, Inbound, Notice, ReplyFailed, TextDelta
+from lore.llm.base import Message
+
+if TYPE_CHECKING:
+    from lore.core.approval import Approver
+    from lore.core.services import Services
+    from lore.ports.sessions import LiveSession
+
+__all__ = ["CompletedTurn", "TurnRunner", "tool_context"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompletedTurn:
+    """What background work after a turn gets to see."""
+
+    scope: str
+    author: str
+    channel: str
+    session_id: str
+    user_index: int  # index of the user message in the live session
+    user_text: str
+    reply_text: str
+    messages: list[Message]  # user message + everything the turn added
+    fixed_tokens: int = 0  # system prompt + tool schemas + the user message, as sent
+
+
+def tool_context(
+    services: Services,
+    session: LiveSession,
+    inbound: Inbound,
+    approver: Approver | None = None,
+) -> ToolContext:
+    return ToolContext(
+        scope=inbound.scope,
+        author=inbound.author,
+        session_id=session.meta.session_id,
+        message_index=len(session.messages),
+        now=services.clock.now(),
+        timezone=getattr(services.zone, "key", "UTC"),
+        channel=inbound.channel,
+        trust=inbound.trust,
+        owner=inbound.trust == "owner" and services.config.is_owner_scope(inbound.scope),
+        project=inbound.project,
+        approver=approver,
+    )
+
+
+class TurnRunner:
+    """Runs turns against the services; the bus calls it one turn per scope at a time."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.context = ContextBuilder(services)
+        # Set on a clean shutdown (SIGTERM): a turn cut short keeps what was shown.
+        self.stopping = False
+
+    def system_prompt(self, ctx: ToolContext) -> str:
+        return self.context.build(ctx, tools_enabled=self.services.provider.supports_tools)
+
+    async def run(
+        self, inbound: Inbound, emit: Emit, approver: Approver | None = None
+    ) -> TurnResult | None:
+        """Run one turn. Cancelling it persists a cancel mark and emits a failure.
+        `approver` answers for the owner when a tool asks first (None: no one can)."""
+        lore = self.services
+        session = lore.session(inbound.scope)
+        session.refresh()
+        project = str(inbound.project) if inbound.project is not None else None
+        if project is not None and session.meta.extra.get("project") != project:
+            session.update_meta(extra={"project": project})
+        ctx = tool_context(lore, session, inbound, approver)
+        now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
+        user: Message = {
+            "role": "user",
+            "content": inbound.text,
+            "author": inbound.author,
+            "timestamp": now_iso,
+        }
+        if inbound.channel != "cli":
+            user["channel"] = inbound.channel
+        history = list(session.messages)
+        start = session.meta.last_consolidated
+        # Written before the model is asked: what the user said is never lost.
+        session.append([user], touch=False)
+        index = ctx.message_index
+        rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
+        sent: list[Message] = []  # the history the request carried
+        system = ""
+        fixed = 0
+        with session.draft(index) as draft:
+
+            def show(event: Event) -> None:
+                if isinstance(event, TextDelta):
+                    draft.write(event.text)  # before the channel shows it
+                emit(event)
+
+            try:
+                provider = lore.provider
+                system = self.system_prompt(ctx)
+                fixed = self._fixed_tokens(system, user)
+                window = history_window(
+                    history,
+                    start=start,
+                    budget=lore.history_budget(fixed),
+                    count=lambda message: lore.tokens.count_messages([message]),
+                )
+                sent = window.messages
+                result = await run_tool_loop(
+                    provider,
+                    system=system,
+                    history=[*sent, user],
+                    tools=lore.tools,
+                    ctx=ctx,
+                    emit=show,
+                    max_rounds=lore.config.max_tool_rounds,
+                    max_tokens=lore.reply_tokens,
+                    now_iso=now_iso,
+                    on_round=rounds.extend,
+                )
+            except asyncio.CancelledError:
+                if self.stopping and draft.text:
+                    session.append([*rounds, _interrupted(draft.text, now_iso)])
+                else:
+                    session.mark(index, cancelled=True)
+                emit(ReplyFailed("Cancelled.", cancelled=True))
+                raise
+            except LoreError as exc:
+                # Keep what the tools already did (a reminder set, a memory noted), so a
+                # retry does not repeat it, and any text that was shown.
+                tail = [_interrupted(draft.text, now_iso)] if draft.text else []
+                session.append([*rounds, *tail])
+                session.mark(index, unanswered=True)
+                if isinstance(exc, BadRequestError) and system:
+                    self._learn_from_refusal(sent, user, system)
+                for notice in ctx.notices:
+                    emit(Notice(notice))
+                emit(ReplyFailed(str(exc)))
+                return None
+            session.append(result.messages)
+        if result.first_prompt_tokens:
+            # The provider's count includes the tool schemas; so must the estimate.
+            estimated = lore.tokens.count_messages([*sent, user], system)
+            estimated += self.tool_schema_tokens()
+            lore.tokens.calibrate(estimated, result.first_prompt_tokens)
+        for notice in ctx.notices:
+            emit(Notice(notice))
+        completed = CompletedTurn(
+            scope=inbound.scope,
+            author=inbound.author,
+            channel=inbound.channel,
+            session_id=session.meta.session_id,
+            user_index=index,
+            user_text=inbound.text,
+            reply_text=result.text,
+            messages=[user, *result.messages],
+            fixed_tokens=fixed,
+        )
+        self._after_turn(completed, emit)
+        return result
+
+    def _after_turn(self, completed: CompletedTurn, emit: Emit) -> None:
+        lore = self.services
+
+        def failed(exc: BaseException) -> None:
+            emit(Notice(f"background work failed: {exc}", "warning"))
+
+        for feature in lore.features:
+            for hook in feature.after_turn:
+                lore.background.spawn(
+                    lambda hook=hook: hook(completed, emit),  # type: ignore[misc]
+                    name=f"after-turn:{getattr(hook, '__name__', 'hook')}",
+                    key=f"{hook!r}:{completed.scope}",
+                    on_error=failed,
+                )
+
+    def _learn_from_refusal(self, history: list[Message], user: Message, system: str) -> None:
+        """A refused request that we thought filled most of the window was, in truth,
+        over it: our estimate runs low for this model. Counting higher from now on shrinks
+        the next window and brings consolidation forward, so the session cannot wedge."""
+        lore = self.services
+        estimated = lore.tokens.count_messages([*history, user], system)
+        estimated += self.tool_schema_tokens()
+        if estimated + lore.reply_tokens > lore.context_window // 2:
+            lore.tokens.at_least(estimated, lore.context_window - lore.reply_tokens + 1)
+
+    def tool_schema_tokens(self) -> int:
+        lore = self.services
+        if not lore.provider.supports_tools:
+            return 0
+        specs = [vars(spec) for spec in lore.tools.specs()]
+        return lore.tokens.count(json.dumps(specs, ensure_ascii=False))
+
+    def _fixed_tokens(self, system: str, user: Message) -> int:
+        return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens()
+
+
+def _interrupted(text: str, now_iso: str) -> Message:
+    return {"role": "assistant", "content": text, "timestamp": now_iso, "interrupted": True}

@@ -1,0 +1,66 @@
+"""Dream's versions: what each Dream changed, and undoing one (/dream-log, /dream-restore,
+`lore dream --log/--restore`). A Dream commit holds only Dream's own changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore.files import try_lock
+from lore.ports.notes import GitError, Versions
+
+__all__ = [
+    "COMMIT_PREFIX",
+    "CURATED",
+    "CURSOR_COMMIT",
+    "CURSOR_PATH",
+    "RESTORE_PREFIX",
+    "dream_log",
+    "dream_restore",
+    "dream_versions",
+]
+
+# What is versioned: the files Dream curates, and its cursor.
+CURATED = ("SOUL.md", "USER.md", "MEMORY.md")
+CURSOR_PATH = "memory/.dream_cursor"
+COMMIT_PREFIX = "dream:"  # a Dream that changed files
+CURSOR_COMMIT = "dream-cursor:"  # a Dream that only moved its cursor
+RESTORE_PREFIX = "dream-restore:"
+
+
+def dream_log(git: Versions, sha: str | None = None) -> str:
+    """The diff of Dream commit `sha`, or of the latest one."""
+    git.ensure()
+    if sha is None:
+        latest = git.log(limit=1, grep=f"^{COMMIT_PREFIX}")
+        if not latest:
+            return "Dream has not changed any file yet."
+        sha = latest[0].sha
+    return git.show(sha, [*CURATED, CURSOR_PATH]).rstrip()
+
+
+def dream_versions(git: Versions, *, limit: int = 10) -> str:
+    """Recent Dream versions (and restores), newest first, for /dream-restore."""
+    git.ensure()
+    commits = git.log(limit=limit, grep=f"^({COMMIT_PREFIX}|{RESTORE_PREFIX})")
+    if not commits:
+        return "No Dream versions yet."
+    lines = ["Dream versions, newest first (/dream-restore SHA undoes one):"]
+    for commit in commits:
+        when = commit.date[:16].replace("T", " ")
+        lines.append(f"  {commit.sha[:8]}  {when}  {commit.message}")
+    return "\n".join(lines)
+
+
+def dream_restore(git: Versions, lock: Path, sha: str) -> str:
+    """Undo the changes of commit `sha` as a new commit; the Dream cursor stays put."""
+    git.ensure()
+    with try_lock(lock) as free:
+        if not free:
+            raise GitError("Dream is running; restore when it is done")
+        full = git.resolve(sha)
+        git.commit([*CURATED, CURSOR_PATH], "workspace: changes made outside Dream")
+        original = git.log(limit=1, rev=full)[0].message
+        message = f"{RESTORE_PREFIX} revert {full[:8]} ({original})"
+        new = git.revert(full, keep=[CURSOR_PATH], message=message)
+    return f"Undid {full[:8]}; the files are restored as version {new[:8]}."

@@ -1,0 +1,73 @@
+"""The memory feature: remember/forget, the memory block in every prompt, MEMORY.md,
+recent and archived history, extraction and consolidation after each turn, Dream."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lore.core.feature import AfterTurn, ContextSection, Feature
+
+if TYPE_CHECKING:
+    from lore.core.services import Services
+    from lore.core.tools import ToolContext
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit
+
+__all__ = ["memory_feature"]
+
+
+def memory_feature(lore: Services) -> Feature:
+    from lore.memory.commands import dream_commands, memory_commands
+    from lore.memory.consolidation import consolidate_after_turn
+    from lore.memory.lifecycle import archived_summary_section, recent_history_section
+    from lore.memory.tools import ForgetTool, RememberTool
+
+    def memory_sections(ctx: ToolContext) -> str | None:
+        return _memory_sections(lore, ctx)
+
+    def recent_history(ctx: ToolContext) -> str | None:
+        return recent_history_section(lore, ctx)
+
+    def archived_summary(ctx: ToolContext) -> str | None:
+        return archived_summary_section(lore, ctx)
+
+    async def consolidation(turn: CompletedTurn, emit: Emit) -> None:
+        await consolidate_after_turn(lore, turn, emit)
+
+    after: list[AfterTurn] = []
+    if lore.config.extraction.enabled:
+        from lore.memory.extraction import extract_after_turn
+
+        async def extraction(turn: CompletedTurn, emit: Emit) -> None:
+            await extract_after_turn(lore, turn, emit)
+
+        after.append(extraction)
+    after.append(consolidation)
+    sections: list[ContextSection] = [memory_sections, recent_history, archived_summary]
+    return Feature(
+        "memory",
+        tools=[RememberTool(lore.memory), ForgetTool(lore.memory)],
+        commands=[*memory_commands(), *dream_commands()],
+        sections=sections,
+        after_turn=after,
+    )
+
+
+def _memory_sections(lore: Services, ctx: ToolContext) -> str | None:
+    """How memory works (when the model has tools), the block, and MEMORY.md (owner)."""
+    from lore.memory.block import MEMORY_GUIDE, render_memory_block
+
+    block = render_memory_block(
+        lore.memory,
+        ctx.scope,
+        budget_chars=lore.config.memory.budget_chars,
+        now=ctx.now,
+        zone=lore.zone,
+    )
+    ctx.shown_memory_ids.update(block.shown_ids)
+    parts = [MEMORY_GUIDE] if ctx.tools_enabled else []
+    parts.append(block.text)
+    memory_md = lore.workspace.read("MEMORY.md") if lore.config.is_owner_scope(ctx.scope) else None
+    if memory_md:
+        parts.append(f"# MEMORY.md (curated notes)\n\n{memory_md}")
+    return "\n\n---\n\n".join(parts)

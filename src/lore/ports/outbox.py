@@ -1,0 +1,70 @@
+"""The outbox port: what must reach a person, held until a channel has delivered it.
+
+Delivery is claim (a lease) → deliver with the item's idempotency key → mark done. A
+process killed between claim and done loses nothing: its lease runs out and another
+process (or the same one, restarted) delivers the item; the key keeps the conversation
+from seeing it twice. A failed delivery is retried with backoff and, after too many
+attempts, stays visible as failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+__all__ = ["MAX_ATTEMPTS", "Outbox", "OutboxItem"]
+
+MAX_ATTEMPTS = 8  # then the item is marked failed, and shown as such
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    id: int
+    key: str  # idempotency key: one delivery per key, ever
+    scope: str
+    channel: str  # the channel the item came from ('' when unknown)
+    kind: str  # 'reminder'
+    payload: dict[str, Any]
+    status: str  # pending | delivered | failed
+    attempts: int
+    created_at: datetime
+    last_error: str = ""
+
+
+class Outbox(Protocol):
+    def put(self, item: OutboxItem, *, now: datetime) -> bool:
+        """Queue an item (its `id`, status and attempts are ignored); False when an item
+        with its key was queued before."""
+
+    def lease(
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        scopes: Sequence[str] | None = None,
+        limit: int = 100,
+        seconds: float = 60.0,
+    ) -> list[OutboxItem]:
+        """Claim ready items (of these scopes, or any) for `seconds`: items pending and
+        not leased by another owner whose lease still runs."""
+
+    def done(self, item_id: int, *, owner: str, now: datetime) -> bool:
+        """Mark delivered; False when the lease was lost (another owner took over)."""
+
+    def release(self, item_id: int, *, owner: str) -> None:
+        """Give a leased item back untried (a delivery stopped before it began)."""
+
+    def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
+        """Give the item back after a failed delivery, ready again after `delay` seconds;
+        after MAX_ATTEMPTS it is marked failed."""
+
+    def ready_scopes(self, now: datetime) -> list[str]:
+        """Scopes with items ready to lease now."""
+
+    def next_ready(self, scope: str | None = None) -> datetime | None:
+        """When the soonest pending item (of one scope) becomes ready (leases included)."""
+
+    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+        """A scope's items, newest first (what `lore remind list` shows of deliveries)."""

@@ -1,0 +1,166 @@
+"""The reminders port: what a reminder is, and what every reminder store must do.
+
+A reminder is a point event: due at one moment (or on a schedule), pushed back to the
+conversation it came from. Claiming a due occurrence moves it into the outbox in the
+same transaction, so a crash can never lose it between "due" and "delivered".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from lore.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from lore.ports.outbox import Outbox
+
+__all__ = [
+    "LATE_AFTER",
+    "MAX_TEXT",
+    "DueReminder",
+    "Reminder",
+    "ReminderStore",
+    "occurrence_key",
+    "zone_named",
+]
+
+MAX_TEXT = 1000
+LATE_AFTER = timedelta(seconds=90)  # delivered later than this past due says "(late)"
+
+
+@dataclass(frozen=True)
+class Reminder:
+    id: int
+    scope: str
+    author: str
+    text: str
+    due_at: datetime  # the next (or last) fire time, UTC
+    timezone: str  # IANA name; recurrence is read in this zone
+    recurrence: str | None  # canonical schedule text; None for a one-shot
+    anchor_at: datetime  # the first fire time; interval schedules count from it
+    status: str  # pending | delivered | cancelled
+    channel: str
+    session_id: str
+    created_at: datetime
+    delivered_at: datetime | None
+    delivery_count: int
+
+    @property
+    def zone(self) -> tzinfo:
+        return zone_named(self.timezone)
+
+    @property
+    def local_due(self) -> datetime:
+        return self.due_at.astimezone(self.zone)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "author": self.author,
+            "text": self.text,
+            "due_at": self.due_at.isoformat(),
+            "local_due": self.local_due.isoformat(),
+            "timezone": self.timezone,
+            "recurrence": self.recurrence,
+            "status": self.status,
+            "channel": self.channel,
+            "created_at": self.created_at.isoformat(),
+            "delivered_at": self.delivered_at.isoformat() if self.delivered_at else None,
+            "delivery_count": self.delivery_count,
+        }
+
+
+@dataclass(frozen=True)
+class DueReminder:
+    """A claimed occurrence: what to deliver, and what the claim changed."""
+
+    reminder: Reminder  # as it was before the claim; `due_at` is this occurrence
+    claimed_at: datetime
+    late: bool
+    next_due: datetime | None  # where a recurring reminder was moved; None when finished
+
+    @property
+    def id(self) -> int:
+        return self.reminder.id
+
+    @property
+    def scope(self) -> str:
+        return self.reminder.scope
+
+    @property
+    def author(self) -> str:
+        return self.reminder.author
+
+    @property
+    def text(self) -> str:
+        return self.reminder.text
+
+
+class ReminderStore(Protocol):
+    """Reminders per scope. Each public write is one transaction."""
+
+    @property
+    def outbox(self) -> Outbox:
+        """Where claimed occurrences go to be delivered."""
+
+    def on_added(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after each add (a running scheduler re-checks its wake time)."""
+
+    def add(
+        self,
+        scope: str,
+        author: str,
+        text: str,
+        due: datetime,
+        *,
+        timezone: str,
+        now: datetime,
+        recurrence: str | None = None,
+        channel: str = "",
+        session_id: str = "",
+    ) -> Reminder: ...
+
+    def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder: ...
+
+    def claim_due(
+        self,
+        now: datetime,
+        limit: int = 100,
+        *,
+        late_after: timedelta = LATE_AFTER,
+        scope: str | None = None,
+    ) -> list[DueReminder]:
+        """Move up to `limit` due occurrences (of one scope, if given) into the outbox, in
+        one transaction: a one-shot becomes delivered, a recurring one moves on. Each
+        occurrence enters the outbox once, under its idempotency key."""
+
+    def get(self, scope: str, reminder_id: int) -> Reminder: ...
+
+    def due(self, now: datetime, limit: int = 100) -> list[Reminder]: ...
+
+    def next_due_time(self, scope: str | None = None) -> datetime | None: ...
+
+    def list(
+        self, scope: str, *, include_done: bool = False, limit: int = 200
+    ) -> list[Reminder]: ...
+
+
+def occurrence_key(reminder_id: int, due_at: datetime) -> str:
+    """The idempotency key of one occurrence: the same occurrence is delivered once."""
+    return f"reminder:{reminder_id}:{int(due_at.timestamp())}"
+
+
+@lru_cache(maxsize=64)
+def zone_named(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidInputError(
+            f"unknown timezone {name!r}; use an IANA name like Asia/Taipei"
+        ) from exc

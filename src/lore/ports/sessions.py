@@ -1,0 +1,188 @@
+"""The sessions port: live sessions, their exact archive and its index.
+
+Only a sessions store reads or writes the formats behind them. A live session is one
+conversation's current transcript (append-only); closing it archives the exact
+transcript, indexes it, then starts a fresh session under the same key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Any, Protocol
+
+from lore.llm.base import Message
+
+__all__ = [
+    "ArchivedSession",
+    "FaultHook",
+    "LiveSession",
+    "SessionArchive",
+    "SessionMeta",
+    "SessionStore",
+]
+
+FaultHook = Callable[[str], None]
+
+
+@dataclass
+class SessionMeta:
+    session_id: str
+    key: str
+    created_at: str
+    updated_at: str
+    last_consolidated: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionMeta:
+        return cls(
+            session_id=str(data["session_id"]),
+            key=str(data["key"]),
+            created_at=str(data.get("created_at", "")),
+            updated_at=str(data.get("updated_at", "")),
+            last_consolidated=int(data.get("last_consolidated", 0)),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class ArchivedSession:
+    """One closed session as the index describes it."""
+
+    session_id: str
+    key: str
+    slug: str
+    created_at: str
+    updated_at: str
+    ended_at: str
+    message_count: int
+    transcript_path: str  # relative to Lore's home
+    memory_path: str | None = None  # summary (or raw digest) file, relative to home
+    summary: str = "pending"  # pending | written | raw | skipped
+    reason: str = "new"  # new | idle
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ArchivedSession:
+        return cls(
+            session_id=str(data["session_id"]),
+            key=str(data["key"]),
+            slug=str(data.get("slug") or "session"),
+            created_at=str(data.get("created_at", "")),
+            updated_at=str(data.get("updated_at", "")),
+            ended_at=str(data.get("ended_at", "")),
+            message_count=int(data.get("message_count", 0)),
+            transcript_path=str(data["transcript_path"]),
+            memory_path=data.get("memory_path") or None,
+            summary=str(data.get("summary", "pending")),
+            reason=str(data.get("reason", "new")),
+        )
+
+
+class Draft(Protocol):
+    def write(self, text: str) -> None: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class LiveSession(Protocol):
+    """One conversation's live transcript. `refresh()` sees other writers' lines."""
+
+    key: str
+    messages: list[Message]
+    meta: SessionMeta
+
+    def refresh(self) -> None: ...
+
+    def append(self, messages: list[Message], *, touch: bool = True) -> None:
+        """Append messages durably (one write, fsynced) and bump `updated_at` (unless not
+        `touch`)."""
+
+    def append_once(self, key: str, messages: list[Message]) -> bool:
+        """Append unless a message carrying delivery key `key` is already in the session
+        (checked under the same lock); False when it was."""
+
+    def mark(self, index: int, **flags: Any) -> None:
+        """Set flags on message `index` (cancelled, unanswered), append-only."""
+
+    def draft(self, index: int) -> AbstractContextManager[Draft]:
+        """Where the reply being streamed for message `index` goes as it is shown; a crash
+        leaves it for the next process to keep as an `interrupted` reply."""
+
+    def update_meta(self, **changes: Any) -> None: ...
+
+    def reset(self, session_id: str | None = None) -> None:
+        """Start a fresh transcript under the same key (after it was archived)."""
+
+    def locked(self) -> AbstractContextManager[None]:
+        """Hold the session's write lock across several steps (re-entrant here)."""
+
+
+class SessionArchive(Protocol):
+    @property
+    def index_location(self) -> str:
+        """Where the index is, as the summary files name it."""
+
+    def entries(self) -> list[ArchivedSession]:
+        """Every indexed session, in the order they were (last) closed."""
+
+    def get(self, session_id: str) -> ArchivedSession | None: ...
+
+    def read_messages(
+        self, entry: ArchivedSession, *, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[Message], int]: ...
+
+    def link_summary(
+        self, session_id: str, memory_path: str | None, slug: str, status: str
+    ) -> None: ...
+
+    def resolve(self, stored: str) -> Path:
+        """The file a stored transcript path names (the search index reads it)."""
+
+    def stamp(self) -> tuple[int, int] | None:
+        """Changes whenever a session is archived or linked (the index re-syncs then)."""
+
+
+class SessionStore(Protocol):
+    @property
+    def archive(self) -> SessionArchive: ...
+
+    def live(self, key: str) -> LiveSession:
+        """The live session of `key` (created empty when it has none)."""
+
+    def live_meta(self, key: str) -> SessionMeta | None:
+        """The live session's metadata without creating or loading it."""
+
+    def live_keys(self) -> list[str]:
+        """Every key that has a live session."""
+
+    def close(
+        self,
+        session: LiveSession,
+        *,
+        reason: str,
+        ended_at: datetime,
+        zone: tzinfo,
+        slug: str,
+        fault: FaultHook | None = None,
+    ) -> ArchivedSession | None:
+        """Archive the session exactly, index it, then reset it, holding its lock
+        throughout; None when it was empty."""
+
+    def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
+        """Finish what a crash during a close left; the closed sessions whose summary is
+        still pending."""
+
+    def attach(self, key: str) -> AbstractContextManager[bool]:
+        """Mark `key` as shown live by this process (a terminal) while held; yields
+        False when another process already shows it."""
+
+    def attached(self, key: str) -> bool:
+        """Is a process showing `key` live right now?"""

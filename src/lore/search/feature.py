@@ -1,0 +1,24 @@
+"""The search feature: memory_search, and indexing what each turn wrote."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lore.core.feature import Feature
+
+if TYPE_CHECKING:
+    from lore.core.services import Services
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit
+
+__all__ = ["search_feature"]
+
+
+def search_feature(lore: Services) -> Feature:
+    from lore.search import index_after_turn
+    from lore.search.tool import MemorySearchTool
+
+    async def index(turn: CompletedTurn, emit: Emit) -> None:
+        await index_after_turn(lore, turn, emit)
+
+    return Feature("search", tools=[MemorySearchTool(lore)], after_turn=[index])

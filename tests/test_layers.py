@@ -1,0 +1,128 @@
+"""The layers import only downward, and no module imports itself back in a cycle.
+
+    channels, cli                     (top)
+    runtime, bus
+    backends: the ports' implementations, chosen by the runtime; nothing below sees them
+    features: memory, reminders, search, sessions, tools
+    core
+    ports, events
+    llm, config, errors, clock, logs, text, secrets, schedule, embed   (bottom)
+
+For layers every import counts, those inside functions and under TYPE_CHECKING too. For
+cycles, imports under TYPE_CHECKING do not: they never run, and a Protocol naming the
+types it exchanges is no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import lore
+
+ROOT = Path(lore.__file__).parent
+
+_LAYERS: list[tuple[int, tuple[str, ...]]] = [
+    (7, ("lore.channels", "lore.cli", "lore.__main__", "lore")),
+    (6, ("lore.runtime", "lore.bus")),
+    (5, ("lore.backends",)),
+    (4, ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")),
+    (3, ("lore.core",)),
+    (2, ("lore.ports", "lore.events")),
+    (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
+    (0, ("lore.secrets", "lore.schedule", "lore.embed", "lore.files", "lore.keys")),
+]
+
+
+def _layer(module: str) -> int:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for layer, prefixes in _LAYERS:
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if prefix == "lore" and module != "lore":
+                    continue
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), layer)
+    assert best is not None, f"{module} is in no layer: add it to the table"
+    return best[1]
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """Ids of the import nodes under `if TYPE_CHECKING:`."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                for inner in ast.walk(child):
+                    found.add(id(inner))
+    return found
+
+
+def _imports(name: str, path: Path, *, runtime_only: bool = False) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skipped = _type_only(tree) if runtime_only else set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            # `from lore.x import y` may name the module lore.x.y
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    known = {n for n, _ in _modules()}
+    return {m for m in found if m in known and m != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in _modules()}
+RUNTIME_GRAPH = {name: _imports(name, path, runtime_only=True) for name, path in _modules()}
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_a_module_imports_only_its_own_layer_or_below(module: str) -> None:
+    own = _layer(module)
+    upward = sorted(m for m in GRAPH[module] if _layer(m) > own)
+    assert upward == [], f"{module} (layer {own}) imports from above: {upward}"
+
+
+def test_no_module_imports_itself_through_a_cycle() -> None:
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(RUNTIME_GRAPH.get(node, ())):
+            # A package importing its own modules (its __init__) is not a cycle.
+            if node == nxt.rpartition(".")[0]:
+                continue
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for module in sorted(RUNTIME_GRAPH):
+        if module not in state:
+            visit(module)
+    assert cycles == []
