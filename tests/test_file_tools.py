@@ -158,3 +158,15 @@ async def test_list_dir_glob_and_grep(config: Config, project: Path) -> None:
     assert only_md.content == "notes.md:7: line 7"
     bad = await call(tools, "grep", {"pattern": "("}, ctx)
     assert bad.is_error and "not a valid regular expression" in bad.content
+
+
+async def test_globs_keep_hidden_folders_and_stay_relative(config: Config, project: Path) -> None:
+    (project / ".github").mkdir()
+    (project / ".github" / "ci.yml").write_text("on: push\n")
+    tools = registry(config)
+    ctx = context(project)
+    found = await call(tools, "glob", {"pattern": "./.github/*.yml"}, ctx)
+    assert found.content == ".github/ci.yml"
+    for pattern in ("../*", "/etc/*"):
+        refused = await call(tools, "glob", {"pattern": pattern}, ctx)
+        assert refused.is_error and "relative to the project folder" in refused.content

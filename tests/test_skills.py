@@ -107,3 +107,11 @@ def test_skills_list_prints_and_json(skilled: Runtime, capsys: pytest.CaptureFix
         ("release-notes", False),
         ("tone", True),
     ]
+
+
+def test_a_model_without_tools_gets_only_the_always_on_skills(skilled: Runtime) -> None:
+    from lore.tools.skills import skills_section
+
+    section = skills_section(load_skills(skilled.workspace.root), loadable=False)
+    assert section is not None and "## Skill: tone (always on)" in section
+    assert "release-notes" not in section

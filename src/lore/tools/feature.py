@@ -45,7 +45,9 @@ def tools_feature(lore: Services) -> Feature:
     workspace = lore.config.workspace
 
     def skills(ctx: ToolContext) -> str | None:
-        return skills_section(load_skills(workspace)) if ctx.owner else None
+        if not ctx.owner:
+            return None
+        return skills_section(load_skills(workspace), loadable=ctx.tools_enabled)
 
     return Feature(
         "tools",

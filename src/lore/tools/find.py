@@ -46,6 +46,15 @@ _MAX_GREP_BYTES = 2 * 1024 * 1024
 _NOFOLLOW_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
+def relative_pattern(pattern: str) -> str:
+    """A glob relative to the project: a leading './' dropped; absolute or '..' refused."""
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern.startswith("/") or ".." in pattern.split("/"):
+        raise ToolError(f"{pattern!r}: a glob is relative to the project folder, without '..'")
+    return pattern or "*"
+
+
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A glob over relative paths: `*` and `?` stay within a folder, `**/` spans any."""
     out, i = [], 0
@@ -84,7 +93,7 @@ class GlobTool:
         self.bench = bench
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        pattern = required_str(args, "pattern").lstrip("./") or "*"
+        pattern = relative_pattern(required_str(args, "pattern"))
         place = self.bench.confinement(ctx)
         verdict = self.bench.policy.for_tool(self.name)
         await self.bench.authorize(ctx, Action(self.name, f"glob {pattern}"), verdict)
@@ -130,7 +139,7 @@ class GrepTool:
         except re.error as exc:
             raise ToolError(f"{text!r} is not a valid regular expression: {exc}") from None
         only = optional_str(args, "glob")
-        path_filter = glob_regex(only.lstrip("./")) if only else None
+        path_filter = glob_regex(relative_pattern(only)) if only else None
         place = self.bench.confinement(ctx)
         start = place.locate(optional_str(args, "path") or ".")
         verdict = self.bench.policy.for_tool(self.name)

@@ -125,16 +125,17 @@ def _read_skill(directory: Path) -> Skill:
     return Skill(name, description, always in ("true", "yes"), body, directory)
 
 
-def skills_section(skills: Skills) -> str | None:
-    """The system prompt's skills section: always-on skills whole, the others one line each."""
-    if not skills.found:
+def skills_section(skills: Skills, *, loadable: bool = True) -> str | None:
+    """The system prompt's skills section: always-on skills whole, the others one line
+    each (only when the model can call load_skill)."""
+    if not skills.found or not (loadable or any(s.always for s in skills.found)):
         return None
     parts = [
         "# Skills\n\nSkills are the owner's instructions for particular kinds of task. "
         "When a task fits one listed here, call load_skill(name) first and follow it. A "
         "skill's scripts run only through exec, under the same trust rules as any command."
     ]
-    listed = [f"- {s.name}: {s.description}" for s in skills.found if not s.always]
+    listed = [f"- {s.name}: {s.description}" for s in skills.found if loadable and not s.always]
     if listed:
         parts.append("\n".join(listed))
     for skill in skills.found:
