@@ -270,3 +270,32 @@ def test_a_matching_file_rule_decides_but_a_tool_set_to_never_is_never() -> None
     )
     assert closed.for_write("write_file", [PurePosixPath("docs/a.md")]).level == "never"
     assert closed.for_command("git status").level == "never"
+
+
+async def test_a_members_turn_counts_only_the_tool_schemas_it_was_offered(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    import json as _json
+
+    from lore.core.feature import Feature
+    from lore.core.turn import CompletedTurn
+    from lore.events import Emit, Inbound
+    from lore.llm.tokens import TokenCounter
+
+    seen: list[CompletedTurn] = []
+
+    async def keep(turn: CompletedTurn, emit: Emit) -> None:
+        seen.append(turn)
+
+    lore.features.append(Feature("test", after_turn=[keep]))
+    model.reply("hi")
+    await lore.bus.send(Inbound("line:group:G1", "line", "Amy", "hi", trust="member"))
+    await lore.background.drain()
+    (turn,) = seen
+    request = model.requests[0]
+    offered = _json.dumps([vars(spec) for spec in request.tools], ensure_ascii=False)
+    user = {"role": "user", "content": "hi", "author": "Amy"}
+    fresh = TokenCounter(str(lore.config.model_spec()))  # as counted before this turn
+    expected = fresh.count_messages([user], request.system) + fresh.count(offered)
+    assert "exec" not in offered
+    assert abs(turn.fixed_tokens - expected) <= 10  # the user line's timestamp and channel

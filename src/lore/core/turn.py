@@ -124,7 +124,7 @@ class TurnRunner:
             try:
                 provider = lore.provider
                 system = self.system_prompt(ctx)
-                fixed = self._fixed_tokens(system, user)
+                fixed = self._fixed_tokens(system, user, ctx)
                 window = history_window(
                     history,
                     start=start,
@@ -158,7 +158,7 @@ class TurnRunner:
                 session.append([*rounds, *tail])
                 session.mark(index, unanswered=True)
                 if isinstance(exc, BadRequestError) and system:
-                    self._learn_from_refusal(sent, user, system)
+                    self._learn_from_refusal(sent, user, system, ctx)
                 for notice in ctx.notices:
                     emit(Notice(notice))
                 emit(ReplyFailed(str(exc)))
@@ -167,7 +167,7 @@ class TurnRunner:
         if result.first_prompt_tokens:
             # The provider's count includes the tool schemas; so must the estimate.
             estimated = lore.tokens.count_messages([*sent, user], system)
-            estimated += self.tool_schema_tokens()
+            estimated += self.tool_schema_tokens(ctx)
             lore.tokens.calibrate(estimated, result.first_prompt_tokens)
         for notice in ctx.notices:
             emit(Notice(notice))
@@ -200,25 +200,29 @@ class TurnRunner:
                     on_error=failed,
                 )
 
-    def _learn_from_refusal(self, history: list[Message], user: Message, system: str) -> None:
+    def _learn_from_refusal(
+        self, history: list[Message], user: Message, system: str, ctx: ToolContext
+    ) -> None:
         """A refused request that we thought filled most of the window was, in truth,
         over it: our estimate runs low for this model. Counting higher from now on shrinks
         the next window and brings consolidation forward, so the session cannot wedge."""
         lore = self.services
         estimated = lore.tokens.count_messages([*history, user], system)
-        estimated += self.tool_schema_tokens()
+        estimated += self.tool_schema_tokens(ctx)
         if estimated + lore.reply_tokens > lore.context_window // 2:
             lore.tokens.at_least(estimated, lore.context_window - lore.reply_tokens + 1)
 
-    def tool_schema_tokens(self) -> int:
+    def tool_schema_tokens(self, ctx: ToolContext) -> int:
+        """Tokens of the tool schemas this turn's request carries (only the tools offered
+        to this speaker: a member's request has no owner-only tools)."""
         lore = self.services
         if not lore.provider.supports_tools:
             return 0
-        specs = [vars(spec) for spec in lore.tools.specs()]
+        specs = [vars(spec) for spec in lore.tools.specs(ctx)]
         return lore.tokens.count(json.dumps(specs, ensure_ascii=False))
 
-    def _fixed_tokens(self, system: str, user: Message) -> int:
-        return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens()
+    def _fixed_tokens(self, system: str, user: Message, ctx: ToolContext) -> int:
+        return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens(ctx)
 
 
 def _interrupted(text: str, now_iso: str) -> Message:
