@@ -39,6 +39,7 @@ check: lint test
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
+	$(PY) bench/runtime.py
 	$(PY) bench/memory_block.py
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py

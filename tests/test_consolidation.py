@@ -24,7 +24,7 @@ from lore.memory.consolidation import (
 )
 from lore.memory.flush import FLUSH_PROMPT
 from lore.runtime import Runtime, build
-from lore.search.sources import chunk_markdown
+from lore.search import searcher
 from lore.sessions.closing import close_session
 
 KEY = "cli:default"
@@ -214,9 +214,11 @@ async def test_a_groups_raw_archive_is_searchable_only_in_its_own_scope(
     done = await maybe_consolidate(lore, lore.session(group), system_tokens=100)
     assert done is not None and done.raw
     text = (lore.workspace.memory_dir / "2026-11-30-raw-archive.md").read_text(encoding="utf-8")
-    chunks = chunk_markdown(text)
-    assert any("question 0" in chunk.text for chunk in chunks)
-    assert {chunk.scope for chunk in chunks if "question" in chunk.text} == {group}
+    assert "question 0" in text
+    notes = lore.notes.notes("memory/2026-11-30-raw-archive.md")
+    assert [note.scope for note in notes] == [group]
+    assert searcher(lore).search("question", "cli:default", mode="text") == []
+    assert searcher(lore).search("question", group, mode="text") != []
 
 
 async def test_a_session_closed_during_the_pass_keeps_its_fresh_window(

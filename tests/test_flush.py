@@ -16,7 +16,7 @@ from lore.llm.scripted import ScriptedProvider
 from lore.memory.consolidation import CONSOLIDATION_PROMPT, maybe_consolidate
 from lore.memory.flush import FLUSH_PROMPT
 from lore.runtime import Runtime, build
-from lore.search.sources import chunk_markdown
+from lore.search import searcher
 
 KEY = "cli:default"
 
@@ -100,9 +100,11 @@ async def test_a_groups_notes_stay_in_the_groups_scope_whatever_headings_the_mod
     _fill(lore, group)
     model.reply("## Decisions\n- 全家五月去花莲\n#\u3000计划\n- 订火车票").reply("摘要")
     await maybe_consolidate(lore, lore.session(group), system_tokens=100)
-    chunks = chunk_markdown(_daily(lore))
-    assert any("花莲" in chunk.text for chunk in chunks)
-    assert {chunk.scope for chunk in chunks} == {group}
+    assert "花莲" in _daily(lore)
+    assert {note.scope for note in lore.notes.notes("memory/2026-11-30.md")} == {group}
+    found = searcher(lore).search("花莲", group, mode="text")
+    assert any("花莲" in hit.entry.text for hit in found)
+    assert searcher(lore).search("花莲", "cli:default", mode="text") == []
 
 
 async def test_nothing_durable_writes_no_note(small: tuple[Runtime, ScriptedProvider]) -> None:

@@ -1,4 +1,5 @@
-"""Notes are chunked with their scope; the index follows file edits and can be rebuilt."""
+"""Notes are searched in the scope their record names; the index follows file edits and
+can be rebuilt."""
 
 from __future__ import annotations
 
@@ -22,13 +23,9 @@ from lore.search.sources import NOTES_SCOPE, chunk_markdown
 
 DAILY = """# 2026-11-29
 
-## 09:12 · cli:default
+## 09:12
 
 Decided to keep Postgres for the API; Redis only as a cache.
-
-## 21:40 · line:group:family
-
-Grandma's birthday dinner moves to Saturday.
 """
 
 SUMMARY = """# trip-planning
@@ -41,6 +38,18 @@ SUMMARY = """# trip-planning
 
 Planned the Kyoto trip: flights booked, ryokan still open.
 """
+AT = datetime(2026, 11, 29, 1, 12, tzinfo=UTC)
+
+
+def note(lore: Runtime, scope: str, text: str, day: str = "2026-11-29") -> None:
+    lore.notes.append(
+        f"memory/{day}.md", text, scope=scope, title=f"09:12 · {scope}", at=AT, file_title=day
+    )
+
+
+def daily(lore: Runtime) -> None:
+    note(lore, "cli:default", "Decided to keep Postgres for the API; Redis only as a cache.")
+    note(lore, "line:group:family", "Grandma's birthday dinner moves to Saturday.")
 
 
 @pytest.fixture
@@ -69,39 +78,53 @@ def test_markdown_is_chunked_by_heading_paragraph_and_list_item() -> None:
     assert {c.scope for c in chunks} == {NOTES_SCOPE}
 
 
-def test_a_note_keeps_the_scope_it_came_from() -> None:
-    daily = chunk_markdown(DAILY)
-    summary = chunk_markdown(SUMMARY)
+def test_a_note_keeps_the_scope_it_came_from(runtime: Runtime) -> None:
+    daily(runtime)
+    runtime.notes.create("2026-11-28-1000-trip-planning", SUMMARY, scope="telegram:55", at=AT)
 
-    assert [(c.scope, c.text[:12]) for c in daily] == [
-        ("cli:default", "Decided to k"),
-        ("line:group:family", "Grandma's bi"),
+    assert texts(runtime, "Postgres", "cli:default") != []
+    assert texts(runtime, "Postgres", "line:group:family") == []
+    assert texts(runtime, "birthday", "line:group:family") != []
+    assert texts(runtime, "Kyoto", "telegram:55") == [
+        "Planned the Kyoto trip: flights booked, ryokan still open."
     ]
-    assert [(c.scope, c.heading, c.text[:11]) for c in summary] == [
-        ("telegram:55", "trip-planning › Summary", "Planned the")
-    ]
+    assert texts(runtime, "Kyoto", "cli:default") == []  # not even the owner's
 
 
-def test_a_heading_written_inside_a_section_cannot_move_its_text_to_another_scope() -> None:
-    # The flush writes model text under "## HH:MM · key"; that text may have headings.
-    daily = (
-        "# 2026-11-29\n\n## 21:40 · telegram:alice\n\n- A party for Bob\n\n"
-        "## Plans\n\n- Buy the cake on Friday\n\n### Notes · telegram:bob\n\n- Hates the gift\n\n"
-        "## 22:10 · cli:default\n\n- Owner's note\n"
+def test_a_heading_written_inside_a_note_cannot_move_its_text_to_another_scope(
+    runtime: Runtime,
+) -> None:
+    # The model's text may carry headings naming another conversation: they are just text.
+    note(
+        runtime,
+        "telegram:alice",
+        "- A party for Bob\n\n## Plans\n\n- Buy the cake on Friday\n\n"
+        "### Notes · telegram:bob\n\n- Hates the gift\n\n## 22:10 · cli:default\n\n- Not yours",
     )
 
-    assert [(c.scope, c.text) for c in chunk_markdown(daily)] == [
-        ("telegram:alice", "- A party for Bob"),
-        ("telegram:alice", "- Buy the cake on Friday"),
-        ("telegram:alice", "- Hates the gift"),
-        ("cli:default", "- Owner's note"),
-    ]
+    assert texts(runtime, "gift", "telegram:bob") == []
+    assert texts(runtime, "yours", "cli:default") == []
+    assert "- Hates the gift" in texts(runtime, "gift", "telegram:alice")
+    assert "- Not yours" in texts(runtime, "yours", "telegram:alice")
 
 
-def test_a_session_summary_belongs_to_its_session_whatever_its_headings_say() -> None:
+def test_a_session_summary_belongs_to_its_session_whatever_its_headings_say(
+    runtime: Runtime,
+) -> None:
     summary = SUMMARY + "\n## 10:00 · telegram:99\n\n- Passport is in the blue folder\n"
+    runtime.notes.create("2026-11-28-1000-trip", summary, scope="telegram:55", at=AT)
 
-    assert {c.scope for c in chunk_markdown(summary)} == {"telegram:55"}
+    assert texts(runtime, "passport", "telegram:99") == []
+    assert "- Passport is in the blue folder" in texts(runtime, "passport", "telegram:55")
+
+
+def test_a_file_no_note_names_is_the_owners_whatever_its_headings_say(runtime: Runtime) -> None:
+    (runtime.workspace.memory_dir / "2026-11-29.md").write_text(
+        "# 2026-11-29\n\n## 21:40 · line:group:family\n\nThe safe code is 1234.\n",
+        encoding="utf-8",
+    )
+    assert texts(runtime, "safe code", "line:group:family") == []
+    assert texts(runtime, "safe code", "cli:default") == ["The safe code is 1234."]
 
 
 def test_memory_md_belongs_to_the_owner_whatever_its_headings_say(runtime: Runtime) -> None:
@@ -118,11 +141,7 @@ def test_notes_indexed_by_an_earlier_lore_are_read_again_with_the_current_rules(
     config: Config, clock: FixedClock
 ) -> None:
     first = build(config, provider=ScriptedProvider(), clock=clock)
-    note = first.workspace.memory_dir / "2026-11-29.md"
-    note.write_text(
-        "# 2026-11-29\n\n## 21:40 · telegram:alice\n\n## Plans\n\n- Alice buys the cake\n",
-        encoding="utf-8",
-    )
+    note(first, "telegram:alice", "## Plans\n\n- Alice buys the cake")
     search = searcher(first)
     search.refresh(files=True)
     # How an earlier Lore indexed it: the model's "## Plans" moved the line to the owner.
@@ -138,12 +157,10 @@ def test_notes_indexed_by_an_earlier_lore_are_read_again_with_the_current_rules(
 
     assert texts(upgraded, "cake", "cli:default") == []
     assert texts(upgraded, "cake", "telegram:alice") == ["- Alice buys the cake"]
-    upgraded.db.close()
 
 
 def test_notes_are_searched_only_from_their_scope(runtime: Runtime) -> None:
-    memory_dir = runtime.workspace.memory_dir
-    (memory_dir / "2026-11-29.md").write_text(DAILY, encoding="utf-8")
+    daily(runtime)
 
     assert texts(runtime, "birthday", "line:group:family") == [
         "Grandma's birthday dinner moves to Saturday."
@@ -222,7 +239,7 @@ def test_rebuild_recreates_the_index_from_memories_notes_and_archive(runtime: Ru
     report = rebuild(runtime)
 
     assert (report.memories, report.note_files, report.sessions) == (1, 1, 1)
-    assert report.entries == 1 + 2 + 2  # memory, two note sections, two messages with text
+    assert report.entries == 1 + 1 + 2  # memory, a note, two messages with text
     assert report.embedded == report.entries
     assert searcher(runtime).index.stats().pending_vectors == 0
     assert texts(runtime, "Brompton", "cli:default") == ["John's bike is a blue Brompton"]
@@ -258,10 +275,10 @@ def test_lore_index_rebuild_and_stats(
 
     assert run_cli(["rebuild", "--no-vectors", *home]) == 0
     assert (
-        "Indexed 6 entries: 2 memories, 1 note files, 1 archived sessions"
+        "Indexed 5 entries: 2 memories, 1 note files, 1 archived sessions"
         in capsys.readouterr().out
     )
     assert run_cli(["stats", "--json", *home]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["entries"] == {"memory": 2, "note": 2, "message": 2}
-    assert stats["pending_vectors"] == 6
+    assert stats["entries"] == {"memory": 2, "note": 1, "message": 2}
+    assert stats["pending_vectors"] == 5

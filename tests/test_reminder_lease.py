@@ -162,3 +162,33 @@ def test_a_reminder_shows_up_in_a_running_chat_once_while_serve_runs(tmp_path: P
         out, _ = serve.communicate(timeout=20)
     assert "stretch your legs" not in out  # the chat delivered it; serve left it alone
     assert _session_reminders(home) == [1]
+
+
+async def test_a_reminder_that_cannot_be_delivered_stays_visible_as_failed(
+    tmp_path: Path, capsys: object
+) -> None:
+    import json as json_module
+
+    from lore.cli import main
+    from lore.ports.outbox import MAX_ATTEMPTS
+
+    home = tmp_path / "home"
+    _add(home, 1)
+    lore = build(load_config(flags={"home": str(home), "model": "scripted"}))
+
+    async def unreachable(due: object) -> None:
+        raise OSError("the channel is down")
+
+    scheduler = Scheduler(lore.reminders, FixedClock(NOW), unreachable)
+    for attempt in range(MAX_ATTEMPTS):
+        await scheduler.run_once(NOW + timedelta(days=attempt))
+    [item] = lore.outbox.items(SCOPE)
+    assert item.status == "failed" and item.attempts == MAX_ATTEMPTS
+    lore.db.close()
+
+    assert main(["remind", "list", "--home", str(home)]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "task 0 — failed after 8 attempt(s): the channel is down" in out
+    assert main(["remind", "list", "--json", "--home", str(home)]) == 0
+    [row] = json_module.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    assert row["undelivered"][0]["status"] == "failed"

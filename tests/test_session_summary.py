@@ -17,7 +17,7 @@ from lore.memory.session_summary import (
     write_session_summary,
 )
 from lore.runtime import Runtime
-from lore.search.sources import chunk_markdown
+from lore.search import searcher
 from lore.sessions.closing import close_if_idle, close_session, schedule_summary
 
 KEY = "cli:default"
@@ -82,8 +82,10 @@ async def test_headings_in_the_summary_never_cut_it_short_or_change_its_scope(
     path = lore.config.home / entry.memory_path
     summary = read_summary_section(path)
     assert summary is not None and "周五去花莲" in summary and "订火车票" in summary
-    chunks = chunk_markdown(path.read_text(encoding="utf-8"))
-    assert {chunk.scope for chunk in chunks} == {KEY}
+    relative = path.relative_to(lore.workspace.root).as_posix()
+    assert {note.scope for note in lore.notes.notes(relative)} == {KEY}
+    hits = searcher(lore).search("花莲", "cli:other", mode="text")
+    assert hits == [], [(h.entry.scope, h.entry.source, h.entry.text) for h in hits]
 
 
 async def test_the_summary_reaches_history_for_dream(

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.memories import MemoryStore
-    from lore.ports.notes import HistoryLog, Versions, Workspace
+    from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
     from lore.ports.outbox import Outbox
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
@@ -172,6 +172,12 @@ class Runtime:
         from lore.backends.local.workspace import Workspace as LocalWorkspace
 
         return LocalWorkspace(root, confined=True)
+
+    @cached_property
+    def notes(self) -> NotesStore:
+        from lore.backends.local.notes import LocalNotes
+
+        return LocalNotes(self.workspace.root)
 
     @cached_property
     def versions(self) -> Versions:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_scoped, print_json, runtime, show_usage
+
+if TYPE_CHECKING:
+    from lore.ports.outbox import OutboxItem
 
 __all__ = ["register"]
 
@@ -51,15 +54,42 @@ def _list(args: argparse.Namespace) -> int:
     with runtime(args) as lore:
         reminders = lore.reminders.list(args.session, include_done=args.all)
         now = lore.clock.now()
+        # Occurrences due but not delivered: failed for good, or waiting for a retry.
+        stuck = [
+            item
+            for item in lore.outbox.items(args.session, limit=50)
+            if item.status == "failed" or (item.status == "pending" and item.attempts)
+        ]
     if args.json:
-        print_json([r.to_dict() for r in reminders])
+        rows = {r.id: r.to_dict() for r in reminders}
+        for item in stuck:
+            reminder_id = int(item.payload.get("reminder_id", 0))
+            if reminder_id not in rows:  # a one-shot: done as far as its schedule goes
+                rows[reminder_id] = {"id": reminder_id, "text": item.payload.get("text")}
+            rows[reminder_id].setdefault("undelivered", []).append(_undelivered(item))
+        print_json(list(rows.values()))
         return 0
     if not reminders:
         print(f"No pending reminders in {args.session}.")
     for reminder in reminders:
         by = f" (by {reminder.author})" if reminder.author else ""
         print(describe_reminder(reminder, now) + by)
+    for item in stuck:
+        state = "failed" if item.status == "failed" else "not delivered yet, retrying"
+        print(
+            f"! #{item.payload.get('reminder_id')} {item.payload.get('text')} — {state} "
+            f"after {item.attempts} attempt(s): {item.last_error or 'no reason given'}"
+        )
     return 0
+
+
+def _undelivered(item: OutboxItem) -> dict[str, object]:
+    return {
+        "due_at": item.payload.get("due_at"),
+        "status": item.status,
+        "attempts": item.attempts,
+        "error": item.last_error,
+    }
 
 
 def _add(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.memories import MemoryStore
-    from lore.ports.notes import HistoryLog, Versions, Workspace
+    from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
     from lore.ports.outbox import Outbox
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
@@ -75,6 +75,9 @@ class Services(Protocol):
 
     @property
     def versions(self) -> Versions: ...
+
+    @property
+    def notes(self) -> NotesStore: ...
 
     @property
     def features(self) -> list[Feature]: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -140,6 +140,3 @@ def optional_int(args: dict[str, Any], name: str, default: int) -> int:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise ToolError(f"'{name}' must be an integer") from exc
-
-
-ToolFactory = Callable[..., Tool]

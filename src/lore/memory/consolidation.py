@@ -22,7 +22,7 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
-from lore.files import locked_file, try_lock
+from lore.files import try_lock
 from lore.keys import key_to_filename
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.flush import flush_before_compaction
@@ -189,22 +189,17 @@ def _raw_archive(
 ) -> None:
     """Last line of defence: the exact messages, in full, in a dated Markdown file."""
     local = now.astimezone(lore.zone)
-    memory_dir = lore.workspace.memory_dir
-    path = memory_dir / f"{local:%Y-%m-%d}-raw-archive.md"
     lines = [
-        # The heading the daily notes use too: search reads the section's scope from it.
-        f"## {local:%H:%M} · {key}",
-        "",
         f"Consolidation failed {failures} times in a row; messages {start}–"
         f"{start + len(chunk) - 1} as they were:",
         "",
         *(json.dumps(m, ensure_ascii=False) for m in chunk),
-        "",
-        "",
     ]
-    with locked_file(memory_dir / ".notes.lock"):
-        new = not path.exists()
-        with path.open("a", encoding="utf-8") as f:
-            if new:
-                f.write(f"# Raw archive {local:%Y-%m-%d}\n\n")
-            f.write("\n".join(lines))
+    lore.notes.append(
+        f"memory/{local:%Y-%m-%d}-raw-archive.md",
+        "\n".join(lines),
+        scope=key,
+        title=f"{local:%H:%M} · {key}",
+        at=now,
+        file_title=f"Raw archive {local:%Y-%m-%d}",
+    )

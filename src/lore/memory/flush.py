@@ -2,9 +2,9 @@
 
 One model pass over the user and assistant messages about to be consolidated pulls out
 durable facts, decisions, preferences and next steps, appended to `memory/YYYY-MM-DD.md`
-under a heading with the time and the conversation key (so a later search can keep
-scopes apart: the model's own headings are flattened, so its notes never leave that
-section). A failure only costs the note: consolidation goes on regardless.
+under a heading with the time and the conversation key; the note's record keeps the
+conversation it came from, so search shows it to that conversation only. A failure only
+costs the note: consolidation goes on regardless.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
-from lore.files import locked_file
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.transcript import render_messages
 
@@ -68,19 +67,20 @@ async def flush_before_compaction(
 
 
 def append_daily_note(lore: Services, key: str, notes: str, *, now: datetime) -> Path:
+    """Today's note, a section per flush; the note records the conversation it is from."""
     local = now.astimezone(lore.zone)
-    memory_dir = lore.workspace.memory_dir
-    path = memory_dir / f"{local:%Y-%m-%d}.md"
-    with locked_file(memory_dir / ".notes.lock"):
-        new = not path.exists()
-        with path.open("a", encoding="utf-8") as f:
-            if new:
-                f.write(f"# {local:%Y-%m-%d}\n\n")
-            f.write(f"## {local:%H:%M} · {key}\n\n{without_headings(notes)}\n\n")
-    return path
+    note = lore.notes.append(
+        f"memory/{local:%Y-%m-%d}.md",
+        without_headings(notes),
+        scope=key,
+        title=f"{local:%H:%M} · {key}",
+        at=now,
+        file_title=f"{local:%Y-%m-%d}",
+    )
+    return lore.workspace.root / note.path
 
 
 def without_headings(text: str) -> str:
-    """Markdown headings in a model's text as bold lines. A heading would end the section
-    the text was put in, and with it the conversation scope search reads from that section."""
+    """Markdown headings in a model's text as bold lines, so the file keeps one section per
+    flush for a person reading it (whose a note is, is a field of its record)."""
     return _HEADING.sub(lambda m: f"**{m.group(1)}**" if m.group(1) else "", text)

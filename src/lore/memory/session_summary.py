@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -91,13 +90,13 @@ async def _summarise(
         archive.link_summary(entry.session_id, None, entry.slug, "skipped")
         return replace(entry, summary="skipped")
     ended = datetime.fromisoformat(entry.ended_at).astimezone(lore.zone)
-    memory_dir = lore.workspace.memory_dir
     try:
         result = await _ask_model(lore, talk)
     except (LoreError, _Unusable) as exc:
         log.warning("session summary for %s failed: %s", entry.session_id[:8], exc)
         path = _create(
-            memory_dir,
+            lore,
+            entry,
             f"{ended:%Y-%m-%d-%H%M}-session-raw",
             _raw_text(entry, archive.index_location, talk, str(exc)),
         )
@@ -107,7 +106,8 @@ async def _summarise(
         slug, status = entry.slug, "raw"
     else:
         path = _create(
-            memory_dir,
+            lore,
+            entry,
             f"{ended:%Y-%m-%d-%H%M}-{result.slug}",
             _summary_text(entry, archive.index_location, result),
         )
@@ -229,20 +229,10 @@ def _raw_text(entry: ArchivedSession, index_path: str, talk: Sequence[Message], 
     return "\n".join(lines) + "\n"
 
 
-def _create(directory: Path, stem: str, text: str) -> Path:
-    """Create `stem.md` (or `stem-2.md`, ...) without ever overwriting a file."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 100):
-        path = directory / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
-        try:
-            with path.open("x", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            return path
-        except FileExistsError:
-            continue
-    raise LoreError(f"cannot name the summary file {stem}.md: all names taken")
+def _create(lore: Services, entry: ArchivedSession, stem: str, text: str) -> Path:
+    """The summary file, as a note of the session's own conversation."""
+    note = lore.notes.create(stem, text, scope=entry.key, at=lore.clock.now())
+    return lore.workspace.root / note.path
 
 
 def _bounded(text: str) -> str:

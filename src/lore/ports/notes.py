@@ -1,5 +1,10 @@
-"""The notes port: the history log consolidation writes and Dream reads, and the
-workspace of curated files (AGENTS, SOUL, USER, MEMORY.md and the notes under memory/).
+"""The notes port: the notes written under memory/ (daily notes, raw archives, session
+summaries), the history log consolidation writes and Dream reads, the workspace of curated
+files (AGENTS, SOUL, USER, MEMORY.md) and their versions.
+
+A note knows the conversation it came from as a field: who may search it is never read
+back from the Markdown it is rendered into. A file under memory/ that no note record
+names (one the person wrote) and MEMORY.md belong to the owner.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from typing import Protocol
 from lore.errors import LoreError
 
 __all__ = [
+    "OWNER_SCOPE",
     "Commit",
+    "Note",
+    "NotesStore",
     "GitError",
     "HistoryEntry",
     "HistoryLog",
@@ -48,6 +56,38 @@ class Commit:
     sha: str
     date: str  # ISO 8601
     message: str
+
+
+# The scope of the owner's own notes: no channel prefix, so no conversation key can be it.
+OWNER_SCOPE = "owner"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A piece of text written into a Markdown file under the workspace."""
+
+    path: str  # the file, relative to the workspace ("memory/2026-11-30.md")
+    scope: str  # the conversation it came from; OWNER_SCOPE for the owner's own
+    line: int  # the file's line where its text begins
+    at: float  # when it was written (Unix seconds)
+    title: str  # the heading it sits under ("" for a file of its own)
+    text: str
+
+
+class NotesStore(Protocol):
+    def append(
+        self, path: str, text: str, *, scope: str, title: str, at: datetime, file_title: str
+    ) -> Note:
+        """Add a section to the file (created with `file_title` as its heading)."""
+
+    def create(self, stem: str, text: str, *, scope: str, at: datetime) -> Note:
+        """Write `memory/<stem>.md` (or `<stem>-2.md`, ...), never overwriting a file."""
+
+    def notes(self, path: str) -> list[Note]:
+        """The notes rendered into one file, in order; [] for a file none names."""
+
+    def paths(self) -> set[str]:
+        """Every file some note is rendered into."""
 
 
 class HistoryLog(Protocol):

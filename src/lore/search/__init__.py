@@ -2,8 +2,8 @@
 
 `searcher(lore)` is the runtime's one `LoreSearch`: it keeps the index in step (memories
 through the m003 queue at every search, notes and the archive when their files change)
-and answers queries (`lore.search.hybrid`). `install(lore)` adds the after-turn work that
-indexes what the turn wrote and embeds it in the background. Importing this package is
+and answers queries (`lore.search.hybrid`). `index_after_turn` (the search feature's
+hook) indexes what a turn wrote and embeds it in the background. Importing this package is
 cheap; numpy and the model load on first use.
 """
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from lore.ports.search import SearchIndexPort
     from lore.search.hybrid import Hit, Mode
 
-__all__ = ["LoreSearch", "format_hits", "install", "searcher"]
+__all__ = ["LoreSearch", "format_hits", "index_after_turn", "searcher"]
 
 # Notes and the archive are re-checked at most this often (a few stats each time).
 _FILE_CHECK_SECONDS = 2.0
@@ -68,7 +68,7 @@ class LoreSearch:
                 self._files_checked = time.monotonic()
                 workspace = self._lore.config.workspace
                 if workspace.exists():
-                    sources.sync_notes(index, workspace)
+                    sources.sync_notes(index, workspace, self._lore.notes)
                 archive = self._lore.sessions.archive
                 # A closed or re-closed session always appends to the archive's index.
                 seen = archive.stamp()

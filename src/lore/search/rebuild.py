@@ -71,7 +71,7 @@ def rebuild(lore: Services, *, vectors: bool = True, stream: TextIO | None = Non
     index.clear(requeue_memories=True)
     sources.catch_up_memories(index, lore.memory)
     if lore.config.workspace.exists():
-        sources.sync_notes(index, lore.config.workspace)
+        sources.sync_notes(index, lore.config.workspace, lore.notes)
     sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
     stats = index.stats()
     entries = sum(stats.entries.values())

@@ -6,11 +6,11 @@ paragraph and list item; a file is re-read only when its size or mtime changed, 
 re-indexed only when its text did. Archived sessions are read through `SessionArchive`:
 every user and assistant message, as "speaker: text", with its time.
 
-Notes carry the scope they came from: a session summary names its session key in its
-header, a daily note's "## HH:MM · key" section heading names the key of what follows
-until the next such heading; MEMORY.md and unattributed text belong to the owner
-(`NOTES_SCOPE`), which only the owner's scopes search. Only these lines Lore writes
-itself decide a scope: headings in the model-written text beneath them never do.
+Notes carry the scope they came from as a field of their record (`NotesStore`): a daily
+note's section, a raw archive's, a session summary belong to the conversation that wrote
+them. MEMORY.md and any file no record names (one the person wrote) belong to the owner
+(`NOTES_SCOPE`), which only the owner's scopes search. Nothing in the Markdown decides
+who may see it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.ports.notes import OWNER_SCOPE, NotesStore
 from lore.ports.search import Entry, SourceRecord
 from lore.ports.search import SearchIndexPort as SearchIndex
 
@@ -49,16 +50,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-NOTES_SCOPE = "owner"  # no channel prefix, so no conversation key can collide with it
+NOTES_SCOPE = OWNER_SCOPE
 _CONTEXT_CHARS = 300  # of the previous turn, embedded with a message
 _CHUNK_CHARS = 1200
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
-_SESSION_KEY = re.compile(r"^- Session Key:\s*(\S+)\s*$")
 # A session summary's header lines: links, not content.
 _META_LINE = re.compile(r"^- (?:Session ID|Session Key|Ended At|Transcript|Session Index): ")
-# The heading the pre-compaction flush writes above each conversation's notes.
-_SECTION_KEY = re.compile(r"^\d{1,2}:\d{2} · (\S+:\S+)$")
 _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
@@ -133,13 +131,11 @@ class Chunk:
     scope: str
 
 
-def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -> list[Chunk]:
+def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, first_line: int = 1) -> list[Chunk]:
     """Split Markdown into searchable pieces: one per paragraph or list item, with the
-    headings above each and the scope it came from. With `keyed`, a session summary's
-    header key or a daily note's "## HH:MM · key" sections say that scope; else `scope`."""
+    headings above each; all of it in `scope`. `first_line` is where `text` begins in its
+    file, so each chunk knows its own line there."""
     lines = text.splitlines()
-    file_scope = _header_key(lines) if keyed else None
-    section_scope = file_scope or scope
     chunks: list[Chunk] = []
     headings: list[tuple[int, str]] = []
     block: list[str] = []
@@ -152,7 +148,7 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             return
         title = " › ".join(h[1] for h in headings)
         for offset, piece in _split_long(body):
-            chunks.append(Chunk(start + offset, title, piece, section_scope))
+            chunks.append(Chunk(start + offset + first_line - 1, title, piece, scope))
 
     for number, line in enumerate(lines, 1):
         heading = _HEADING.match(line)
@@ -162,9 +158,6 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             while headings and headings[-1][0] >= level:
                 headings.pop()
             headings.append((level, title))
-            if keyed and file_scope is None and level == 2:
-                section = _SECTION_KEY.match(title)
-                section_scope = section.group(1) if section else section_scope
             continue
         if _META_LINE.match(line):
             flush()
@@ -177,17 +170,6 @@ def chunk_markdown(text: str, *, scope: str = NOTES_SCOPE, keyed: bool = True) -
             block.append(line)
     flush()
     return chunks
-
-
-def _header_key(lines: list[str]) -> str | None:
-    """The "- Session Key:" of a session summary's header (above its first section)."""
-    for line in lines[:20]:
-        if line.startswith("##"):
-            break
-        match = _SESSION_KEY.match(line)
-        if match:
-            return match.group(1)
-    return None
 
 
 def _split_long(body: str) -> Iterator[tuple[int, str]]:
@@ -206,7 +188,9 @@ def _split_long(body: str) -> Iterator[tuple[int, str]]:
         yield first, piece.strip()
 
 
-def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool = False) -> bool:
+def index_note_file(
+    index: SearchIndex, root: Path, path: Path, notes: NotesStore, *, force: bool = False
+) -> bool:
     """(Re-)index one Markdown file under the workspace `root`; False when unchanged."""
     name = path.relative_to(root).as_posix()
     try:
@@ -214,7 +198,8 @@ def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool =
         raw = path.read_bytes()
     except FileNotFoundError:
         return index.remove_source("note", name) > 0
-    digest = hashlib.sha256(raw).hexdigest()
+    records = notes.notes(name) if name.startswith("memory/") else []
+    digest = hashlib.sha256(raw + repr([(n.scope, n.line) for n in records]).encode()).hexdigest()
     known = index.source_records("note").get(name)
     record = SourceRecord("note", name, NOTES_SCOPE, stat.st_mtime_ns, stat.st_size, digest)
     if known is not None and known.digest == digest and not force:
@@ -225,35 +210,53 @@ def index_note_file(index: SearchIndex, root: Path, path: Path, *, force: bool =
     at = _dated(path.stem) or stat.st_mtime
     dated = _dated(path.stem) is not None
     words = date_words(at, UTC) if dated else ""
+    if records:
+        # Each note in the conversation it came from, whatever its text or headings say.
+        title = _file_title(text)
+        chunks = [
+            Chunk(
+                c.line, " › ".join(p for p in (title, note.title, c.heading) if p), c.text, c.scope
+            )
+            for note in records
+            for c in chunk_markdown(note.text, scope=note.scope, first_line=note.line)
+        ]
+    elif name == "MEMORY.md" and _is_template(text):
+        chunks = []
+    else:
+        chunks = chunk_markdown(text)  # MEMORY.md, or a file the person wrote: the owner's
     entries = [
         Entry(chunk.scope, "note", name, chunk.line, at, chunk.text, chunk.heading, extra=words)
-        # MEMORY.md is the owner's, whatever its headings say; memory/*.md name their scope.
-        for chunk in chunk_markdown(text, keyed=name.startswith("memory/"))
+        for chunk in chunks
     ]
-    if name == "MEMORY.md" and _is_template(text):
-        entries = []
     index.replace_source("note", name, entries, record)
     return True
 
 
-def sync_notes(index: SearchIndex, root: Path) -> int:
+def _file_title(text: str) -> str:
+    first = text.split("\n", 1)[0]
+    heading = _HEADING.match(first)
+    return heading.group(2) if heading else ""
+
+
+def sync_notes(index: SearchIndex, root: Path, notes: NotesStore) -> int:
     """Bring MEMORY.md and memory/*.md up to date; returns how many files were re-indexed."""
     present: dict[str, Path] = {}
     for path in [root / "MEMORY.md", *sorted((root / "memory").glob("*.md"))]:
         if path.is_file():
             present[path.relative_to(root).as_posix()] = path
     known = index.source_records("note")
+    noted = notes.paths()  # a file with records is re-checked (a record may be newer)
     changed = 0
     for name in known.keys() - present.keys():
         index.remove_source("note", name)
         changed += 1
     for name, path in present.items():
         record = known.get(name)
-        if record is not None:
+        if record is not None and name not in noted:
             stat = path.stat()
             if (record.mtime_ns, record.size) == (stat.st_mtime_ns, stat.st_size):
                 continue
-        changed += index_note_file(index, root, path)
+        changed += index_note_file(index, root, path, notes)
     return changed
 
 

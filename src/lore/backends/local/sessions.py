@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,6 +31,8 @@ __all__ = ["STEPS", "LocalSessions"]
 
 log = logging.getLogger(__name__)
 
+_KEPT = 256  # live sessions kept loaded
+
 # Points a test can crash at, in order.
 STEPS = ("archive_tmp_written", "archive_written", "index_written", "session_reset")
 
@@ -38,9 +41,20 @@ class LocalSessions:
     def __init__(self, sessions_dir: Path, home: Path) -> None:
         self.dir = sessions_dir
         self.archive = SessionArchive(sessions_dir, home)
+        # Loaded sessions, most recently used last: each is kept current by `refresh()`,
+        # which reads only what other processes appended since.
+        self._live: OrderedDict[str, LiveSession] = OrderedDict()
 
     def live(self, key: str) -> LiveSession:
-        return LiveSession(self.dir, key)
+        session = self._live.pop(key, None)
+        if session is None:
+            session = LiveSession(self.dir, key)
+        else:
+            session.refresh()  # what other processes appended since: a stat and the tail
+        self._live[key] = session
+        while len(self._live) > _KEPT:
+            self._live.popitem(last=False)
+        return session
 
     def live_meta(self, key: str) -> SessionMeta | None:
         path = self.dir / key_to_filename(key)
