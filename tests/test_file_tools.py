@@ -170,3 +170,9 @@ async def test_globs_keep_hidden_folders_and_stay_relative(config: Config, proje
     for pattern in ("../*", "/etc/*"):
         refused = await call(tools, "glob", {"pattern": pattern}, ctx)
         assert refused.is_error and "relative to the project folder" in refused.content
+
+
+async def test_reading_an_empty_file_says_so(config: Config, project: Path) -> None:
+    (project / "empty.md").write_text("")
+    result = await call(registry(config), "read_file", {"path": "empty.md"}, context(project))
+    assert result.content == "empty.md is empty."

@@ -60,6 +60,8 @@ class ReadFileTool:
         text, complete = read_text(place, located)
         lines = text.splitlines()
         total = len(lines)
+        if total == 0:
+            return f"{located.shown} is empty."
         last = min(end or total, total)
         if start > max(total, 1):
             raise ToolError(
