@@ -103,3 +103,38 @@ async def test_owner_only_tools_are_never_offered_to_a_group_member(
     await lore.bus.send(Inbound("cli:default", "cli", "john", "hi"))
     offered = [[spec.name for spec in request.tools] for request in model.requests]
     assert "exec" not in offered[0] and "exec" in offered[1]
+
+
+async def test_a_message_arriving_while_others_wait_still_waits_its_turn(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    running = 0
+    most = 0
+
+    async def one_at_a_time(request: ChatRequest) -> Step:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+        return Step(text="ok")
+
+    class Slow(ScriptedProvider):
+        async def stream(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+            step = await one_at_a_time(request)
+            self.steps_taken = getattr(self, "steps_taken", 0) + 1
+            self.default = step
+            async for event in super().stream(request):
+                yield event
+
+    slow = Slow()
+    runtime = type(lore)(lore.config, provider=slow, clock=lore.clock)
+    first = asyncio.create_task(runtime.bus.send(Inbound(GROUP, "line", "Mom", "one")))
+    second = asyncio.create_task(runtime.bus.send(Inbound(GROUP, "line", "Dad", "two")))
+    await first  # the second is now woken but has not run yet...
+    third = asyncio.create_task(runtime.bus.send(Inbound(GROUP, "line", "Amy", "three")))
+    await asyncio.gather(second, third)  # ...and the third must not overtake or join it
+    assert most == 1
+    said = [m["content"] for m in runtime.session(GROUP).messages if m["role"] == "user"]
+    assert said == ["one", "two", "three"]
+    await runtime.aclose()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from lore.core.loop import TurnResult
     from lore.core.services import Services
     from lore.ports.sessions import LiveSession
+    from lore.reminders.scheduler import Deliver
 
 __all__ = ["Bus", "Conversation", "Outcome"]
 
@@ -55,12 +56,21 @@ class Outcome:
         return self.result.text if self.result is not None else ""
 
 
+class _Queue:
+    """One scope's queue: a FIFO lock, and how many messages hold or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
 class Bus:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.turns = TurnRunner(services)
-        self._queues: dict[str, asyncio.Lock] = {}
+        self._queues: dict[str, _Queue] = {}
         self._routes: dict[str, Emit] = {}
+        self._deliverers: dict[str, Deliver] = {}
 
     async def send(
         self, inbound: Inbound, emit: Emit | None = None, approver: Approver | None = None
@@ -74,20 +84,27 @@ class Bus:
             if emit is not None:
                 emit(event)
 
-        queue = self._queues.setdefault(inbound.scope, asyncio.Lock())
-        async with queue:  # FIFO: waiters are served in arrival order
-            if is_command(inbound.text):
-                outcome.command = await run_command(self.services, inbound, record)
-            else:
-                outcome.result = await self.turns.run(inbound, record, approver)
-        if not queue.locked() and self._queues.get(inbound.scope) is queue:
-            del self._queues[inbound.scope]
+        queue = self._queues.get(inbound.scope)
+        if queue is None:
+            queue = self._queues[inbound.scope] = _Queue()
+        queue.users += 1
+        try:
+            async with queue.lock:  # FIFO: waiters are served in arrival order
+                if not inbound.respond:
+                    self.turns.record(inbound)
+                elif is_command(inbound.text):
+                    outcome.command = await run_command(self.services, inbound, record)
+                else:
+                    outcome.result = await self.turns.run(inbound, record, approver)
+        finally:
+            queue.users -= 1
+            if not queue.users:  # nobody running or waiting: forget the scope's queue
+                del self._queues[inbound.scope]
         return outcome
 
     def busy(self, scope: str) -> bool:
         """Is a message of this scope running or waiting?"""
-        queue = self._queues.get(scope)
-        return queue is not None and queue.locked()
+        return scope in self._queues
 
     # -- routing --------------------------------------------------------------------------
 
@@ -103,6 +120,23 @@ class Bus:
 
     def route(self, scope: str) -> Emit | None:
         return self._routes.get(scope)
+
+    @contextmanager
+    def deliver_for(self, prefix: str, deliver: Deliver) -> Iterator[None]:
+        """Deliver reminders of scopes starting with `prefix` ("telegram:") through a
+        channel: the scheduler awaits it, so a failed send is retried, never lost."""
+        self._deliverers[prefix] = deliver
+        try:
+            yield
+        finally:
+            if self._deliverers.get(prefix) is deliver:
+                del self._deliverers[prefix]
+
+    def deliverer(self, scope: str) -> Deliver | None:
+        for prefix, deliver in self._deliverers.items():
+            if scope.startswith(prefix):
+                return deliver
+        return None
 
     def publish(self, scope: str, event: Event) -> bool:
         """Send an event to the channel attached to `scope`; False when none is."""

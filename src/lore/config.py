@@ -23,6 +23,7 @@ __all__ = [
     "MemoryFlushConfig",
     "ModelSpec",
     "RemindersConfig",
+    "TelegramConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
     "default_home",
@@ -105,6 +106,15 @@ class RemindersConfig:
 
 
 @dataclass(frozen=True)
+class TelegramConfig:
+    token: str = ""  # the bot's token from BotFather (env: TELEGRAM_BOT_TOKEN); empty: off
+    base_url: str = "https://api.telegram.org"  # or a local Bot API server
+    owner_ids: tuple[str, ...] = ()  # the owner's Telegram user ids
+    allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk 1:1 (as guests)
+    poll_seconds: int = 30  # how long one getUpdates call waits for news
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -128,11 +138,15 @@ class Config:
     dream: DreamConfig = field(default_factory=DreamConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
+    telegram: TelegramConfig = field(default_factory=TelegramConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
 
     def is_owner_scope(self, scope: str) -> bool:
-        return scope.startswith("cli:") or scope in self.owner_scopes
+        if scope.startswith("cli:") or scope in self.owner_scopes:
+            return True
+        # The owner's 1:1 chat with the bot: its chat id is the owner's user id.
+        return scope.startswith("telegram:") and scope[9:] in self.telegram.owner_ids
 
     @property
     def workspace(self) -> Path:
@@ -171,6 +185,7 @@ class Config:
         data["model"] = self.model or self.default_model()
         for key in ("openai_api_key", "anthropic_api_key"):
             data[key] = _redact(data[key])
+        data["telegram"]["token"] = _redact(data["telegram"]["token"])
         return data
 
 
@@ -217,6 +232,7 @@ _ENV = {
     "LORE_USER": "user_name",
     "LORE_CONTEXT_WINDOW": "context_window",
     "LORE_MAX_TOOL_ROUNDS": "max_tool_rounds",
+    "TELEGRAM_BOT_TOKEN": "telegram.token",
 }
 
 

@@ -42,6 +42,10 @@ class Inbound:
     text: str
     trust: Trust = "owner"
     message_id: str = ""  # the channel's id for it, when it has one
+    author_id: str = ""  # the channel's id of the author (to mention them later)
+    # False: keep it in the conversation without answering (a group message that was not
+    # addressed to Lore), so the context is there when someone asks.
+    respond: bool = True
     # The project folder the owner chose to work in (file tools, bootstrap files).
     project: Path | None = None
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "cut_torn_tail", "fsync_dir", "lock_fd", "locked_file", "try_lock"]
+__all__ = ["atomic_write", "cut_torn_tail", "fsync_dir", "locked_file", "try_lock", "try_lock_fd"]
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +83,9 @@ def locked_file(path: Path) -> Iterator[None]:
             _unlock(handle.fileno())
 
 
-def lock_fd(fd: int) -> None:
-    """Take an exclusive lock on an open file until it is closed."""
-    _lock(fd)
+def try_lock_fd(fd: int) -> bool:
+    """Take an exclusive lock on an open file until it is closed, if it is free."""
+    return _try_lock(fd)
 
 
 @contextmanager

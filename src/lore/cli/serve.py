@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, load_runtime
@@ -53,7 +54,7 @@ async def serve(lore: Runtime, *, once: bool = False) -> None:
     from lore.reminders.scheduler import Scheduler
 
     # Into the conversation's session, and to the channel serving its scope, if any.
-    into_session = session_delivery(lore.sessions, lore.bus.route)
+    into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
 
     async def deliver(due: Delivery) -> None:
         await into_session(due)
@@ -89,16 +90,25 @@ async def serve(lore: Runtime, *, once: bool = False) -> None:
                 "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
                 file=sys.stderr,
             )
-            # Idle close and Dream run beside the scheduler and end with it.
+            # Idle close, Dream and the chat channels run beside the scheduler and end with it.
             helpers = [
                 asyncio.create_task(idle_close_forever(lore), name="idle-close"),
                 asyncio.create_task(dream_forever(lore), name="dream"),
             ]
-            try:
-                await scheduler.run_forever()
-            finally:
-                for task in helpers:
-                    task.cancel()
-                await asyncio.gather(*helpers, return_exceptions=True)
+            with ExitStack() as channels:
+                if lore.config.telegram.token:
+                    from lore.channels.telegram import TelegramChannel
+
+                    telegram = TelegramChannel(lore, lore.config.telegram)
+                    telegram.check_installed()
+                    channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
+                    helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
+                    print("lore serve: Telegram connected (long polling)", file=sys.stderr)
+                try:
+                    await scheduler.run_forever()
+                finally:
+                    for task in helpers:
+                        task.cancel()
+                    await asyncio.gather(*helpers, return_exceptions=True)
     finally:
         await lore.aclose()

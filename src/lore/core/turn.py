@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lore.core.context import ContextBuilder
@@ -84,6 +84,11 @@ class TurnRunner:
     def system_prompt(self, ctx: ToolContext) -> str:
         return self.context.build(ctx, tools_enabled=self.services.provider.supports_tools)
 
+    def record(self, inbound: Inbound) -> None:
+        """Keep a message in its conversation without a turn."""
+        session = self.services.session(inbound.scope)
+        session.append([_user_message(inbound, self.services.clock.now())])
+
     async def run(
         self, inbound: Inbound, emit: Emit, approver: Approver | None = None
     ) -> TurnResult | None:
@@ -97,14 +102,7 @@ class TurnRunner:
             session.update_meta(extra={"project": project})
         ctx = tool_context(lore, session, inbound, approver)
         now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
-        user: Message = {
-            "role": "user",
-            "content": inbound.text,
-            "author": inbound.author,
-            "timestamp": now_iso,
-        }
-        if inbound.channel != "cli":
-            user["channel"] = inbound.channel
+        user = _user_message(inbound, ctx.now)
         history = list(session.messages)
         start = session.meta.last_consolidated
         # Written before the model is asked: what the user said is never lost.
@@ -223,6 +221,20 @@ class TurnRunner:
 
     def _fixed_tokens(self, system: str, user: Message, ctx: ToolContext) -> int:
         return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens(ctx)
+
+
+def _user_message(inbound: Inbound, now: datetime) -> Message:
+    message: Message = {
+        "role": "user",
+        "content": inbound.text,
+        "author": inbound.author,
+        "timestamp": now.astimezone(UTC).isoformat(timespec="seconds"),
+    }
+    if inbound.channel != "cli":
+        message["channel"] = inbound.channel
+    if inbound.author_id:
+        message["author_id"] = inbound.author_id
+    return message
 
 
 def _interrupted(text: str, now_iso: str) -> Message:

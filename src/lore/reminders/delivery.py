@@ -112,15 +112,24 @@ def reminder_event(due: Delivery) -> ReminderDue:
     )
 
 
-def session_delivery(sessions: SessionStore, emit: Callable[[str], Emit | None]) -> Deliver:
+def session_delivery(
+    sessions: SessionStore,
+    emit: Callable[[str], Emit | None],
+    channel: Callable[[str], Deliver | None] | None = None,
+) -> Deliver:
     """A `Scheduler` delivery: each reminder goes into its conversation's live session
-    (once, by its key), then to the emit `emit(scope)` names, if any.
+    (once, by its key), then to the channel `channel(scope)` names (awaited: a failed send
+    is retried), else as an event to the emit `emit(scope)` names, if any.
 
     The append runs on the event loop, not in a worker thread: it is one fsynced line,
     and a cancellation can then never land between a written line and the outbox."""
 
     async def deliver(due: Delivery) -> None:
         sessions.live(due.scope).append_once(due.key, [reminder_message(due)])
+        through = channel(due.scope) if channel is not None else None
+        if through is not None:
+            await through(due)
+            return
         target = emit(due.scope)
         if target is not None:
             target(reminder_event(due))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import SessionError
-from lore.files import atomic_write, lock_fd, locked_file, try_lock
+from lore.files import atomic_write, locked_file, try_lock, try_lock_fd
 from lore.keys import key_to_filename
 from lore.llm.base import Message
 from lore.ports.sessions import SessionMeta
@@ -52,18 +52,30 @@ class Draft:
         self._parts: list[str] = []
 
     def write(self, text: str) -> None:
-        if self._fd is None:
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            lock_fd(self._fd)
-            os.write(self._fd, self._header)
         self._parts.append(text)
+        if self._fd is None:
+            self._open()
+        if self._fd is None or self._fd < 0:
+            return
         os.write(self._fd, text.encode("utf-8", errors="replace"))
 
+    def _open(self) -> None:
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600)
+        if not try_lock_fd(fd):
+            # Another process streams a reply in this conversation right now: leave its
+            # draft alone (this reply is still kept in full when the turn ends).
+            os.close(fd)
+            self._fd = -1
+            return
+        os.ftruncate(fd, 0)
+        os.write(fd, self._header + "".join(self._parts[:-1]).encode("utf-8", "replace"))
+        self._fd = fd
+
     def close(self) -> None:
-        if self._fd is not None:
+        if self._fd is not None and self._fd >= 0:
             self._path.unlink(missing_ok=True)
             os.close(self._fd)
-            self._fd = None
+        self._fd = None
 
     @property
     def text(self) -> str:

@@ -1,0 +1,330 @@
+"""The Telegram channel: long polling (no public address needed), one conversation per chat.
+
+Each message becomes an `Inbound` for scope `telegram:<chat_id>`, its sender the author.
+In a 1:1 chat Lore answers the owner (and anyone on the `allow` list, as a guest); a
+stranger gets one polite line and nothing is stored. In a group Lore answers when it is
+addressed (a mention, a reply to one of its messages, or a /command) and otherwise only
+keeps the message in the conversation, so the context is there when someone asks.
+Replies are plain text (nothing to escape, nothing to break), split at Telegram's 4,096
+characters. Reminders come back to the chat they were set in, mentioning whoever set them.
+A failed getUpdates is retried with backoff; an update is only confirmed (by asking for
+the next offset) once it was handed on, so an outage loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lore.events import Inbound, ReplyFailed, Trust
+
+if TYPE_CHECKING:
+    from telegram import Bot, Message, Update
+
+    from lore.config import TelegramConfig
+    from lore.reminders.delivery import Delivery
+    from lore.runtime import Runtime
+
+__all__ = ["MAX_MESSAGE", "TelegramChannel", "split_message"]
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 4096  # Telegram's limit for one message, in UTF-16 code units
+STRANGER = "This assistant is private: it answers its owner only. Nothing you wrote was kept."
+
+
+def split_message(text: str, limit: int = MAX_MESSAGE) -> list[str]:
+    """Pieces of at most `limit` UTF-16 units, cut at a paragraph, line or space if any."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while rest:
+        if _units(rest) <= limit:
+            pieces.append(rest)
+            break
+        cut = _fit(rest, limit)
+        for sep in ("\n\n", "\n", " "):
+            at = rest.rfind(sep, 0, cut)
+            if at > cut // 2:
+                cut = at
+                break
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    return pieces or [""]
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _fit(text: str, limit: int) -> int:
+    """The longest prefix (in characters) within `limit` UTF-16 units."""
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > limit:
+            return index
+    return len(text)
+
+
+class TelegramChannel:
+    def __init__(self, lore: Runtime, settings: TelegramConfig, *, bot: Bot | None = None):
+        self.lore = lore
+        self.settings = settings
+        self._bot = bot
+        self._stopping = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last_reply: dict[int, asyncio.Future[None]] = {}
+        self.me_id = 0
+        self.me_username = ""
+
+    def check_installed(self) -> None:
+        """One clear line when the Telegram client is missing, before anything starts."""
+        try:
+            import telegram  # noqa: F401
+        except ImportError:
+            from lore.errors import ConfigError
+
+            raise ConfigError(
+                "Telegram needs python-telegram-bot: pip install 'lore[telegram]'"
+            ) from None
+
+    @property
+    def bot(self) -> Bot:
+        if self._bot is None:
+            from telegram import Bot
+
+            base = self.settings.base_url.rstrip("/")
+            self._bot = Bot(
+                self.settings.token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot"
+            )
+        return self._bot
+
+    # -- polling --------------------------------------------------------------------------
+
+    async def run_forever(self) -> None:
+        """Poll for updates until `stop()`; a failing Telegram is retried, never fatal."""
+        from telegram.error import RetryAfter, TelegramError
+
+        await self._start()
+        offset: int | None = None
+        delay = 1.0
+        while not self._stopping.is_set():
+            try:
+                updates = await self.bot.get_updates(
+                    offset=offset,
+                    timeout=self.settings.poll_seconds,
+                    allowed_updates=["message"],
+                    read_timeout=self.settings.poll_seconds + 10,
+                )
+            except RetryAfter as exc:
+                await self._pause(float(_seconds(exc.retry_after)))
+                continue
+            except TelegramError as exc:
+                log.warning("telegram: getUpdates failed (%s); retrying in %.0f s", exc, delay)
+                await self._pause(delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            delay = 1.0
+            for update in updates:
+                await self.handle(update)
+                offset = update.update_id + 1  # confirmed by the next getUpdates
+        await self.drain()
+
+    async def _start(self) -> None:
+        """Learn who the bot is (to see mentions and replies to it), retrying until then."""
+        from telegram.error import TelegramError
+
+        delay = 1.0
+        while not self._stopping.is_set():
+            try:
+                me = await self.bot.get_me()
+            except TelegramError as exc:
+                log.warning("telegram: getMe failed (%s); retrying in %.0f s", exc, delay)
+                await self._pause(delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            self.me_id, self.me_username = me.id, me.username or ""
+            return
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        except TimeoutError:
+            pass
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- inbound --------------------------------------------------------------------------
+
+    async def handle(self, update: Update) -> None:
+        """Hand one update to the bus: recorded now, answered in the scope's queue."""
+        message = update.message
+        if message is None or message.text is None or message.from_user is None:
+            return
+        sender = message.from_user
+        chat = message.chat
+        scope = f"telegram:{chat.id}"
+        private = chat.type == "private"
+        trust = self._trust(str(sender.id), private=private)
+        if trust is None:
+            await self._send(chat.id, STRANGER)
+            return
+        inbound = Inbound(
+            scope=scope,
+            channel="telegram",
+            author=sender.full_name or sender.username or str(sender.id),
+            text=self._text(message),
+            trust=trust,
+            message_id=str(message.message_id),
+            author_id=str(sender.id),
+            respond=private or self._addressed(message),
+        )
+        # Replies leave in the order the messages came: each waits for the one before.
+        before = self._last_reply.get(chat.id)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last_reply[chat.id] = done
+        task = asyncio.create_task(self._answer(inbound, message, before, done))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await asyncio.sleep(0)  # the bus queues it now: the scope's order is arrival order
+
+    def _trust(self, user_id: str, *, private: bool) -> Trust | None:
+        if user_id in self.settings.owner_ids:
+            return "owner"
+        if not private:
+            return "member"
+        return "guest" if user_id in self.settings.allow else None
+
+    def _addressed(self, message: Message) -> bool:
+        text = message.text or ""
+        if text.startswith("/"):
+            return True
+        replied = message.reply_to_message
+        if replied is not None and replied.from_user is not None:
+            if replied.from_user.id == self.me_id:
+                return True
+        mention = f"@{self.me_username}".lower()
+        return bool(self.me_username) and mention in text.lower()
+
+    def _text(self, message: Message) -> str:
+        """The text, without the bot's own @name (a /command@bot keeps working)."""
+        text = message.text or ""
+        if self.me_username:
+            for form in (f"@{self.me_username}", f"@{self.me_username.lower()}"):
+                text = text.replace(form, "")
+        return " ".join(text.split()) if text.startswith("/") else text.strip()
+
+    async def _answer(
+        self,
+        inbound: Inbound,
+        message: Message,
+        before: asyncio.Future[None] | None,
+        done: asyncio.Future[None],
+    ) -> None:
+        try:
+            await self._reply(inbound, message, before)
+        finally:
+            done.set_result(None)
+            if self._last_reply.get(message.chat.id) is done:
+                del self._last_reply[message.chat.id]
+
+    async def _reply(
+        self, inbound: Inbound, message: Message, before: asyncio.Future[None] | None
+    ) -> None:
+        try:
+            outcome = await self.lore.bus.send(inbound)
+        except Exception:  # one chat's failure never stops the others
+            log.exception("telegram: the turn for %s failed", inbound.scope)
+            return
+        if before is not None:
+            await before
+        if not inbound.respond:
+            return
+        text = outcome.text
+        if not text:
+            failed = any(isinstance(e, ReplyFailed) for e in outcome.events)
+            text = "Sorry, I could not answer that just now." if failed else ""
+        if text:
+            reply_to = message.message_id if message.chat.type != "private" else None
+            await self._send(message.chat.id, text, reply_to=reply_to)
+
+    # -- outbound -------------------------------------------------------------------------
+
+    async def deliver(self, due: Delivery) -> None:
+        """A reminder, back to the chat it was set in, mentioning who set it. Raises when
+        Telegram refuses, so the scheduler retries it."""
+        chat_id = int(due.scope.split(":", 1)[1])
+        mention = f"@{due.author}" if due.author else ""
+        text = f"⏰ Reminder for {mention}: {due.text}" if mention else f"⏰ {due.text}"
+        if due.late:
+            text += " (late)"
+        user_id = self._author_id(due.scope, due.author)
+        entities: list[dict[str, Any]] = []
+        if mention and user_id:
+            start = text.index(mention)
+            entities.append(
+                {
+                    "type": "text_mention",
+                    "offset": _units(text[:start]),
+                    "length": _units(mention),
+                    "user": {"id": int(user_id), "is_bot": False, "first_name": due.author},
+                }
+            )
+        await self._send(chat_id, text, entities=entities, strict=True)
+
+    def _author_id(self, scope: str, author: str) -> str:
+        """The Telegram id of the person named `author` in this chat, from what they said."""
+        for message in reversed(self.lore.session(scope).messages):
+            if message.get("author") == author and message.get("author_id"):
+                return str(message["author_id"])
+        return ""
+
+    async def _send(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply_to: int | None = None,
+        entities: list[dict[str, Any]] | None = None,
+        strict: bool = False,
+    ) -> None:
+        from telegram import MessageEntity
+        from telegram.error import RetryAfter, TelegramError
+
+        pieces = split_message(text)
+        for number, piece in enumerate(pieces):
+            parsed = (
+                [MessageEntity.de_json(e, self.bot) for e in entities]
+                if entities and number == 0
+                else None
+            )
+            for attempt in range(3):
+                try:
+                    await self.bot.send_message(
+                        chat_id,
+                        piece,
+                        entities=parsed,
+                        reply_to_message_id=reply_to if number == 0 else None,
+                    )
+                    break
+                except RetryAfter as exc:
+                    await asyncio.sleep(float(_seconds(exc.retry_after)))
+                except TelegramError as exc:
+                    if attempt == 2:
+                        if strict:
+                            raise
+                        log.warning("telegram: sending to %s failed: %s", chat_id, exc)
+                        return
+                    await asyncio.sleep(0.5 * 2**attempt)
+
+
+def _seconds(value: Any) -> float:
+    """RetryAfter.retry_after: an int or a timedelta, depending on the version."""
+    total = getattr(value, "total_seconds", None)
+    return float(total()) if callable(total) else float(value)

@@ -1,0 +1,164 @@
+"""A fake Telegram Bot API on 127.0.0.1: the endpoints Lore uses, in the shapes Telegram
+sends (getMe, getUpdates with offsets and long polling, sendMessage), with outages on
+demand. The real python-telegram-bot client talks to it through its base URL."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+BOT_ID = 7000001
+BOT_USERNAME = "lore_family_bot"
+
+
+class FakeTelegram:
+    def __init__(self) -> None:
+        self.updates: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+        self.calls: list[str] = []
+        self.fail_get_updates = 0  # answer this many getUpdates with 502
+        self.confirmed = 0  # the highest offset a getUpdates asked for
+        self._next_update = 1
+        self._next_message = 500
+        self._changed = threading.Condition()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeTelegram:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- what users do ------------------------------------------------------------------
+
+    def say(
+        self,
+        text: str,
+        *,
+        chat: dict[str, Any],
+        sender: dict[str, Any],
+        reply_to_bot: bool = False,
+    ) -> int:
+        """A user writes in a chat; returns the message id."""
+        with self._changed:
+            message_id = self._next_message
+            self._next_message += 1
+            message: dict[str, Any] = {
+                "message_id": message_id,
+                "date": int(time.time()),
+                "chat": chat,
+                "from": sender,
+                "text": text,
+            }
+            if reply_to_bot:
+                message["reply_to_message"] = {
+                    "message_id": 1,
+                    "date": int(time.time()),
+                    "chat": chat,
+                    "from": {"id": BOT_ID, "is_bot": True, "first_name": "Lore"},
+                    "text": "earlier answer",
+                }
+            self.updates.append({"update_id": self._next_update, "message": message})
+            self._next_update += 1
+            self._changed.notify_all()
+            return message_id
+
+    def wait_sent(self, count: int, timeout: float = 15.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.sent) < count and time.monotonic() < deadline:
+                self._changed.wait(0.05)
+            return list(self.sent)
+
+    # -- the API --------------------------------------------------------------------------
+
+    def _answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.calls.append(method)
+        if method == "getMe":
+            return 200, {"ok": True, "result": _bot()}
+        if method == "getUpdates":
+            return self._get_updates(params)
+        if method == "sendMessage":
+            with self._changed:
+                self.sent.append(params)
+                self._changed.notify_all()
+                message_id = self._next_message
+                self._next_message += 1
+            chat_id = params["chat_id"]
+            result = {
+                "message_id": message_id,
+                "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
+                "from": _bot(),
+                "text": params["text"],
+            }
+            return 200, {"ok": True, "result": result}
+        return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+
+    def _get_updates(self, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.fail_get_updates:
+            self.fail_get_updates -= 1
+            return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+        offset = int(params.get("offset") or 0)
+        wait = min(float(params.get("timeout") or 0), 1.0)
+        deadline = time.monotonic() + wait
+        with self._changed:
+            self.confirmed = max(self.confirmed, offset)
+            while True:
+                ready = [u for u in self.updates if u["update_id"] >= offset]
+                if ready or time.monotonic() >= deadline:
+                    return 200, {"ok": True, "result": ready}
+                self._changed.wait(0.05)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8")
+                params: dict[str, Any] = {}
+                for key, values in parse_qs(body).items():
+                    try:
+                        params[key] = json.loads(values[0])
+                    except ValueError:
+                        params[key] = values[0]
+                method = self.path.rsplit("/", 1)[-1]
+                status, data = fake._answer(method, params)
+                payload = json.dumps(data).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST  # noqa: N815
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def _bot() -> dict[str, Any]:
+    return {
+        "id": BOT_ID,
+        "is_bot": True,
+        "first_name": "Lore",
+        "username": BOT_USERNAME,
+        "can_join_groups": True,
+        "can_read_all_group_messages": True,
+        "supports_inline_queries": False,
+    }
