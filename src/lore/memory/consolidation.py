@@ -19,20 +19,23 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import LoreError
 from lore.files import try_lock
 from lore.keys import key_to_filename
 from lore.llm.base import ChatRequest, Message, complete
-from lore.memory.flush import flush_before_compaction
+from lore.memory.flush import FlushServices, flush_before_compaction
 from lore.memory.transcript import render_messages
 from lore.ports.notes import HistoryEntry
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.clock import Clock
+    from lore.config import Config
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
+    from lore.llm.tokens import TokenCounter
+    from lore.ports.notes import HistoryLog
     from lore.ports.sessions import LiveSession
 
 __all__ = [
@@ -56,6 +59,23 @@ _RAW_ENTRY_CHARS = 2000  # a [RAW] history entry is bounded; the transcript keep
 _SUMMARY_TOKENS = 1024
 
 
+class ConsolidationServices(FlushServices, Protocol):
+    """What a consolidation pass uses (the flush's needs, too)."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    def history_budget(self, fixed_tokens: int) -> int: ...
+
+    def session(self, key: str) -> LiveSession: ...
+
+
 @dataclass(frozen=True)
 class Consolidation:
     """One pass: messages [start, end) left the window as `entry`."""
@@ -66,14 +86,16 @@ class Consolidation:
     raw: bool
 
 
-async def consolidate_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
+async def consolidate_after_turn(
+    lore: ConsolidationServices, turn: CompletedTurn, emit: Emit
+) -> None:
     """The after-turn hook: one bounded pass if the window is near its budget, which is
     the budget the turn itself had (system prompt, tool schemas, its message)."""
     await maybe_consolidate(lore, lore.session(turn.scope), system_tokens=turn.fixed_tokens)
 
 
 async def maybe_consolidate(
-    lore: Services, session: LiveSession, *, system_tokens: int
+    lore: ConsolidationServices, session: LiveSession, *, system_tokens: int
 ) -> Consolidation | None:
     """Run at most one consolidation pass on `session`; None when none was needed."""
     lock = lore.config.sessions_dir / key_to_filename(session.key, ".consolidating.lock")
@@ -84,7 +106,7 @@ async def maybe_consolidate(
 
 
 async def _one_pass(
-    lore: Services, session: LiveSession, system_tokens: int
+    lore: ConsolidationServices, session: LiveSession, system_tokens: int
 ) -> Consolidation | None:
     settings = lore.config.consolidation
     session.refresh()
@@ -156,7 +178,7 @@ def choose_boundary(
     return chosen
 
 
-async def _summarise(lore: Services, chunk: Sequence[Message]) -> str | None:
+async def _summarise(lore: ConsolidationServices, chunk: Sequence[Message]) -> str | None:
     """The model's summary, or None if it failed, returned nothing or was cut off."""
     request = ChatRequest(
         system=CONSOLIDATION_PROMPT,
@@ -185,7 +207,12 @@ def _raw_entry(chunk: Sequence[Message], zone: tzinfo) -> str:
 
 
 def _raw_archive(
-    lore: Services, key: str, chunk: Sequence[Message], start: int, failures: int, now: datetime
+    lore: ConsolidationServices,
+    key: str,
+    chunk: Sequence[Message],
+    start: int,
+    failures: int,
+    now: datetime,
 ) -> None:
     """Last line of defence: the exact messages, in full, in a dated Markdown file."""
     local = now.astimezone(lore.zone)

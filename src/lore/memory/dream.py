@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.core.loop import run_tool_loop
 from lore.core.tools import ToolContext, ToolRegistry, required_str
@@ -35,9 +35,14 @@ from lore.memory.transcript import local_minute
 from lore.ports.notes import HistoryEntry
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.llm.base import Provider
+    from lore.llm.tokens import TokenCounter
+    from lore.ports.notes import HistoryLog, Versions, Workspace
 
 __all__ = [
+    "DreamServices",
     "CURATED",
     "CURSOR_PATH",
     "DREAM_PROMPT",
@@ -70,6 +75,31 @@ _ENTRY_CHARS = 2_000
 _REPLY_TOKENS = 4_096
 
 
+class DreamServices(Protocol):
+    """What a Dream run uses."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def versions(self) -> Versions: ...
+
+
 class DreamBusy(LoreError):
     """Another Dream is running on this workspace."""
 
@@ -94,7 +124,7 @@ class DreamResult:
         return f"Dream read {self.entries} history entries: {files}{version}. {self.message}"
 
 
-async def run_dream(lore: Services) -> DreamResult:
+async def run_dream(lore: DreamServices) -> DreamResult:
     """One Dream run. Raises `DreamBusy` if another run holds the workspace."""
     settings = lore.config.dream
     root = lore.workspace.root
@@ -137,7 +167,7 @@ async def run_dream(lore: Services) -> DreamResult:
         return DreamResult("done", len(entries), changed, sha, note, rounds, tokens)
 
 
-async def dream_forever(lore: Services, interval: float | None = None) -> None:
+async def dream_forever(lore: DreamServices, interval: float | None = None) -> None:
     """For `lore serve`: dream every `interval` seconds (default: dream.interval_hours)."""
     seconds = interval if interval is not None else lore.config.dream.interval_hours * 3600
     if seconds <= 0:
@@ -160,7 +190,7 @@ async def dream_forever(lore: Services, interval: float | None = None) -> None:
             await asyncio.sleep(seconds)  # nothing ever consumed: wait a full interval
 
 
-def _select(lore: Services, batch: list[HistoryEntry]) -> tuple[list[HistoryEntry], int]:
+def _select(lore: DreamServices, batch: list[HistoryEntry]) -> tuple[list[HistoryEntry], int]:
     """Owner entries that fit the run's input budget, and the cursor the run may reach."""
     budget = lore.config.dream.max_tokens // 3
     chosen: list[HistoryEntry] = []
@@ -178,7 +208,7 @@ def _select(lore: Services, batch: list[HistoryEntry]) -> tuple[list[HistoryEntr
 
 
 async def _rounds(
-    lore: Services, entries: list[HistoryEntry], files: _CuratedFiles
+    lore: DreamServices, entries: list[HistoryEntry], files: _CuratedFiles
 ) -> tuple[int, int, str]:
     """Dream through the one tool loop, with its own three file tools and its limits: at
     most `max_rounds` rounds and `max_tokens` in all; a round that changes nothing (after

@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import InvalidInputError, LoreError, NotFoundError
 from lore.events import Notice
@@ -19,11 +19,15 @@ from lore.llm.base import ChatRequest, Provider, complete
 from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, MemoryStore, Source
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.clock import Clock
+    from lore.config import Config
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
+    from lore.llm.base import Provider
+    from lore.ports.memories import MemoryStore
 
 __all__ = [
+    "ExtractionServices",
     "EXTRACTION_PROMPT",
     "ExtractionRejected",
     "Op",
@@ -78,6 +82,21 @@ note can be found by words it does not contain (美式咖啡 → 咖啡, 提神,
 already exists."""
 
 
+class ExtractionServices(Protocol):
+    """What extraction uses."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    def provider_for(self, model: str) -> Provider: ...
+
+
 class ExtractionRejected(LoreError):
     """The extraction reply was invalid as a whole; nothing was applied."""
 
@@ -91,7 +110,7 @@ class Op:
     keywords: tuple[str, ...] = ()
 
 
-async def extract_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
+async def extract_after_turn(lore: ExtractionServices, turn: CompletedTurn, emit: Emit) -> None:
     """The after-turn hook: extraction for the turn just persisted, notices to the user."""
     provider = _extraction_provider(lore)
     if provider is None:
@@ -101,7 +120,7 @@ async def extract_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) ->
         emit(Notice(text))
 
 
-async def extract(lore: Services, provider: Provider, turn: CompletedTurn) -> list[str]:
+async def extract(lore: ExtractionServices, provider: Provider, turn: CompletedTurn) -> list[str]:
     """Run extraction for one turn (retried once); returns the notices for the user."""
     now = lore.clock.now()
     candidates = candidate_memories(lore, turn.scope, turn.user_text)
@@ -127,7 +146,7 @@ async def extract(lore: Services, provider: Provider, turn: CompletedTurn) -> li
     return []
 
 
-def candidate_memories(lore: Services, scope: str, user_text: str) -> list[Memory]:
+def candidate_memories(lore: ExtractionServices, scope: str, user_text: str) -> list[Memory]:
     """Memories the model may touch: those matching what the user said, then the newest."""
     now = lore.clock.now()
     found: dict[int, Memory] = {}
@@ -283,7 +302,7 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _extraction_provider(lore: Services) -> Provider | None:
+def _extraction_provider(lore: ExtractionServices) -> Provider | None:
     """The configured extraction model, else the chat model when it can follow a format."""
     if lore.config.extraction.model:
         return lore.provider_for(lore.config.extraction.model)

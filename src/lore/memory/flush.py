@@ -14,16 +14,19 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import LoreError
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.transcript import render_messages
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from datetime import tzinfo
 
-__all__ = ["FLUSH_PROMPT", "flush_before_compaction", "without_headings"]
+    from lore.llm.base import Provider
+    from lore.ports.notes import NotesStore, Workspace
+
+__all__ = ["FLUSH_PROMPT", "FlushServices", "flush_before_compaction", "without_headings"]
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +42,24 @@ _NOTHING = re.compile(r"^\W*none\W*$", re.IGNORECASE)
 _HEADING = re.compile(r"^[^\S\n]{0,3}#{1,6}(?:[^\S\n]+(.*?))?[^\S\n]*#*[^\S\n]*$", re.MULTILINE)
 
 
+class FlushServices(Protocol):
+    """What the pre-compaction flush uses."""
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def notes(self) -> NotesStore: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+
 async def flush_before_compaction(
-    lore: Services, key: str, messages: Sequence[Message], *, now: datetime
+    lore: FlushServices, key: str, messages: Sequence[Message], *, now: datetime
 ) -> Path | None:
     """Append durable notes from `messages` to today's daily note; the file, or None."""
     talk = [m for m in messages if m.get("role") in ("user", "assistant") and m.get("content")]
@@ -66,7 +85,7 @@ async def flush_before_compaction(
     return append_daily_note(lore, key, notes, now=now)
 
 
-def append_daily_note(lore: Services, key: str, notes: str, *, now: datetime) -> Path:
+def append_daily_note(lore: FlushServices, key: str, notes: str, *, now: datetime) -> Path:
     """Today's note, a section per flush; the note records the conversation it is from."""
     local = now.astimezone(lore.zone)
     note = lore.notes.append(

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import html
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from datetime import tzinfo
+
+    from lore.config import Config
     from lore.core.tools import ToolContext
+    from lore.llm.tokens import TokenCounter
+    from lore.ports.notes import HistoryLog
+    from lore.ports.sessions import SessionStore
 
 __all__ = ["archived_summary_section", "recent_history_section"]
 
@@ -23,7 +28,28 @@ _ENTRY_CHARS = 1500
 _SUMMARY_CHARS = 2000
 
 
-def recent_history_section(lore: Services, ctx: ToolContext) -> str | None:
+class HistoryServices(Protocol):
+    """What the Recent History and Archived Summary sections use."""
+
+    config: Config
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def context_window(self) -> int: ...
+
+
+def recent_history_section(lore: HistoryServices, ctx: ToolContext) -> str | None:
     """This conversation's history entries Dream has not folded in yet, newest kept.
 
     Dream only consumes the owner's conversations, so for any other scope nothing ever
@@ -56,7 +82,7 @@ def recent_history_section(lore: Services, ctx: ToolContext) -> str | None:
     )
 
 
-def archived_summary_section(lore: Services, ctx: ToolContext) -> str | None:
+def archived_summary_section(lore: HistoryServices, ctx: ToolContext) -> str | None:
     """The summary of the session an idle close ended, shown to the session after it."""
     from lore.memory.session_summary import read_summary_section
 
@@ -84,11 +110,11 @@ def archived_summary_section(lore: Services, ctx: ToolContext) -> str | None:
     )
 
 
-def _history_tokens(lore: Services) -> int:
+def _history_tokens(lore: HistoryServices) -> int:
     return max(300, min(4000, lore.context_window // 10))
 
 
-def _local_stamp(timestamp: str, lore: Services) -> str:
+def _local_stamp(timestamp: str, lore: HistoryServices) -> str:
     try:
         moment = datetime.fromisoformat(timestamp)
     except ValueError:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import LoreError
 from lore.files import try_lock
@@ -30,7 +30,14 @@ from lore.ports.sessions import ArchivedSession, SessionArchive
 from lore.text import slugify
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from datetime import tzinfo
+
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.llm.base import Provider
+    from lore.llm.tokens import TokenCounter
+    from lore.ports.notes import HistoryLog, NotesStore, Workspace
+    from lore.ports.sessions import LiveSession, SessionStore
 
 __all__ = ["SUMMARY_PROMPT", "read_summary_section", "write_session_summary"]
 
@@ -54,6 +61,36 @@ _HISTORY_CHARS = 2000
 _KEY_MESSAGES = 5
 
 
+class SummaryServices(Protocol):
+    """What writing a closed session's summary uses."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    @property
+    def notes(self) -> NotesStore: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    def session(self, key: str) -> LiveSession: ...
+
+
 @dataclass(frozen=True)
 class _Summary:
     slug: str
@@ -65,7 +102,7 @@ class _Unusable(Exception):
     """The model's answer cannot be used as a summary."""
 
 
-async def write_session_summary(lore: Services, entry: ArchivedSession) -> ArchivedSession:
+async def write_session_summary(lore: SummaryServices, entry: ArchivedSession) -> ArchivedSession:
     """Summarise one archived session; return its entry as linked in the index.
 
     A session whose summary is already linked, or being written by another process, is
@@ -80,7 +117,7 @@ async def write_session_summary(lore: Services, entry: ArchivedSession) -> Archi
 
 
 async def _summarise(
-    lore: Services, archive: SessionArchive, entry: ArchivedSession
+    lore: SummaryServices, archive: SessionArchive, entry: ArchivedSession
 ) -> ArchivedSession:
     settings = lore.config.session_memory
     messages, _ = archive.read_messages(entry)
@@ -134,7 +171,7 @@ def read_summary_section(path: Path, *, max_chars: int = 2000) -> str | None:
     return summary[:max_chars] + (" …" if len(summary) > max_chars else "")
 
 
-async def _ask_model(lore: Services, talk: Sequence[Message]) -> _Summary:
+async def _ask_model(lore: SummaryServices, talk: Sequence[Message]) -> _Summary:
     request = ChatRequest(
         system=SUMMARY_PROMPT,
         messages=[{"role": "user", "content": _newest_part(lore, talk)}],
@@ -148,7 +185,7 @@ async def _ask_model(lore: Services, talk: Sequence[Message]) -> _Summary:
     return _parse(completion.text, talk)
 
 
-def _newest_part(lore: Services, talk: Sequence[Message]) -> str:
+def _newest_part(lore: SummaryServices, talk: Sequence[Message]) -> str:
     """The transcript's newest messages that fit the prompt budget."""
     kept: list[Message] = []
     used = 0
@@ -229,7 +266,7 @@ def _raw_text(entry: ArchivedSession, index_path: str, talk: Sequence[Message], 
     return "\n".join(lines) + "\n"
 
 
-def _create(lore: Services, entry: ArchivedSession, stem: str, text: str) -> Path:
+def _create(lore: SummaryServices, entry: ArchivedSession, stem: str, text: str) -> Path:
     """The summary file, as a note of the session's own conversation."""
     note = lore.notes.create(stem, text, scope=entry.key, at=lore.clock.now())
     return lore.workspace.root / note.path
@@ -239,7 +276,7 @@ def _bounded(text: str) -> str:
     return text if len(text) <= _HISTORY_CHARS else text[:_HISTORY_CHARS] + " …"
 
 
-def _carry_over(lore: Services, entry: ArchivedSession, memory_path: str) -> None:
+def _carry_over(lore: SummaryServices, entry: ArchivedSession, memory_path: str) -> None:
     """After an idle close, the fresh session of the same key shows this summary."""
     session = lore.session(entry.key)
     if session.meta.extra.get("previous_session_id") == entry.session_id:
