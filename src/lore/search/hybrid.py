@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -103,13 +105,17 @@ def search(
         return []
     moment = now.timestamp() if isinstance(now, datetime) else now
     wanted = max(fusion.candidates, limit * 3)
+    # The query's embedding (C code, without the GIL) runs while SQLite ranks the text.
+    embedding = (
+        None if mode == "text" else _embedder().submit(index.embedder.embed_queries, [query])
+    )
     text_ids = (
         [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=moment)
     )
     vector_ids: list[int] = []
-    if mode != "text":
+    if embedding is not None:
         try:
-            vector = index.embedder.embed_queries([query])[0]
+            vector = embedding.result()[0]
         except (ImportError, OSError, RuntimeError) as exc:  # degrade to text, never fail
             log.warning("embedding the query failed, searching by text only: %s", exc)
         else:
@@ -162,6 +168,19 @@ def search(
         )
         shingles.append(grams)
     return hits
+
+
+_query_embedder: ThreadPoolExecutor | None = None
+_query_embedder_lock = threading.Lock()
+
+
+def _embedder() -> ThreadPoolExecutor:
+    """One thread that embeds queries beside the text search."""
+    global _query_embedder
+    with _query_embedder_lock:
+        if _query_embedder is None:
+            _query_embedder = ThreadPoolExecutor(1, thread_name_prefix="query-embedding")
+        return _query_embedder
 
 
 def _trigrams(text: str) -> set[str]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from lore.memory.session_summary import SummaryServices
 from lore.ports.sessions import ArchivedSession, FaultHook
 from lore.text import slugify
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.core.background import Background
+    from lore.core.feature import Feature
     from lore.events import Emit
     from lore.ports.sessions import LiveSession
 
@@ -36,8 +38,18 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+class ClosingServices(SummaryServices, Protocol):
+    """What closing sessions uses (and the summary it schedules)."""
+
+    @property
+    def background(self) -> Background: ...
+
+    @property
+    def features(self) -> list[Feature]: ...
+
+
 def close_session(
-    lore: Services,
+    lore: ClosingServices,
     key: str,
     *,
     reason: str = "new",
@@ -58,7 +70,7 @@ def close_session(
 
 
 async def new_session(
-    lore: Services, key: str, *, session: LiveSession | None = None, emit: Emit | None = None
+    lore: ClosingServices, key: str, *, session: LiveSession | None = None, emit: Emit | None = None
 ) -> ArchivedSession | None:
     """/new: close the live session now, summarise it in the background."""
     entry = close_session(lore, key, reason="new", session=session)
@@ -68,7 +80,7 @@ async def new_session(
 
 
 async def close_if_idle(
-    lore: Services, key: str, *, emit: Emit | None = None
+    lore: ClosingServices, key: str, *, emit: Emit | None = None
 ) -> ArchivedSession | None:
     """Close `key` as by /new if it has been idle longer than `idle_minutes`.
 
@@ -80,7 +92,9 @@ async def close_if_idle(
     return _close_when_idle(lore, key, emit=emit)
 
 
-async def close_idle_sessions(lore: Services, *, emit: Emit | None = None) -> list[ArchivedSession]:
+async def close_idle_sessions(
+    lore: ClosingServices, *, emit: Emit | None = None
+) -> list[ArchivedSession]:
     """Idle-close every live session under the sessions directory."""
     for pending in recover_interrupted(lore):
         session_closed(lore, pending, emit)
@@ -92,7 +106,7 @@ async def close_idle_sessions(lore: Services, *, emit: Emit | None = None) -> li
     return closed
 
 
-async def idle_close_forever(lore: Services, interval_seconds: float = 60.0) -> None:
+async def idle_close_forever(lore: ClosingServices, interval_seconds: float = 60.0) -> None:
     """For `lore serve`: idle-close sessions every `interval_seconds` until cancelled."""
     while True:
         try:
@@ -104,7 +118,9 @@ async def idle_close_forever(lore: Services, interval_seconds: float = 60.0) -> 
         await asyncio.sleep(interval_seconds)
 
 
-def _close_when_idle(lore: Services, key: str, *, emit: Emit | None) -> ArchivedSession | None:
+def _close_when_idle(
+    lore: ClosingServices, key: str, *, emit: Emit | None
+) -> ArchivedSession | None:
     minutes = lore.config.consolidation.idle_minutes
     live = lore.sessions.live_meta(key)
     if minutes <= 0 or live is None:
@@ -125,14 +141,16 @@ def _close_when_idle(lore: Services, key: str, *, emit: Emit | None) -> Archived
     return entry
 
 
-def session_closed(lore: Services, entry: ArchivedSession, emit: Emit | None) -> None:
+def session_closed(lore: ClosingServices, entry: ArchivedSession, emit: Emit | None) -> None:
     """Tell every feature a session was archived (the summary is written in the back)."""
     for feature in lore.features:
         for hook in feature.session_closed:
             hook(entry, emit)
 
 
-def schedule_summary(lore: Services, entry: ArchivedSession, *, emit: Emit | None = None) -> None:
+def schedule_summary(
+    lore: ClosingServices, entry: ArchivedSession, *, emit: Emit | None = None
+) -> None:
     """Write the session's summary in the background (one at a time, once)."""
     from lore.memory.session_summary import write_session_summary
 
@@ -152,7 +170,7 @@ def schedule_summary(lore: Services, entry: ArchivedSession, *, emit: Emit | Non
     lore.background.spawn(job, name=name, key="session-summary", on_error=report)
 
 
-def recover_interrupted(lore: Services, *, min_age: float = 60.0) -> list[ArchivedSession]:
+def recover_interrupted(lore: ClosingServices, *, min_age: float = 60.0) -> list[ArchivedSession]:
     """Finish what a crash during a close left; the sessions still needing a summary."""
     return lore.sessions.recover(min_age=min_age)
 

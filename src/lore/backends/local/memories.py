@@ -188,12 +188,26 @@ class SQLiteMemoryStore:
         return [_memory(row) for row in rows]
 
     def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
+        """The first `limit` memories in block order and how many are live in all: the
+        count kept by the m007 triggers, less those expired (read from an index that holds
+        only memories with an expiry), so no read grows with the scope."""
         with self._db.atomic(immediate=False) as conn:  # one snapshot for both reads
             (total,) = conn.execute(
-                f"SELECT count(*) FROM memories WHERE scope = :scope AND {_LIVE}",
+                "SELECT coalesce((SELECT active FROM memory_counts WHERE scope = :scope), 0)"
+                " - (SELECT count(*) FROM memories WHERE scope = :scope AND status = 'active'"
+                " AND expires_at IS NOT NULL AND expires_at <= :now)",
                 {"scope": scope, "now": iso(now)},
             ).fetchone()
             return ActivePage(self.active(scope, now=now, limit=limit), int(total))
+
+    def live_count(self, scope: str, *, now: datetime) -> int:
+        """Unexpired active memories of a scope, counted row by row (what the kept count
+        must always equal)."""
+        (total,) = self._db.conn.execute(
+            f"SELECT count(*) FROM memories WHERE scope = :scope AND {_LIVE}",
+            {"scope": scope, "now": iso(now)},
+        ).fetchone()
+        return int(total)
 
     def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
         """Active memories of this scope matching any word of `query`, best first."""

@@ -2,9 +2,9 @@
 
 An entry is a memory, a chunk of a Markdown note, or one archived message; it knows its
 scope, its source (memory id; file and line; session and message index) and its time.
-Text goes into FTS5 as CJK-aware terms (`lore.text`) ranked by BM25; vectors
-are stored as int8 rows and searched by brute force in numpy, from a float32 matrix
-cached per scope (100,000 × 384 is a few milliseconds). Entries are searchable by text
+Text goes into FTS5 as CJK-aware terms (`lore.text`) ranked by BM25; vectors are
+stored as int8 rows and searched in numpy from an int8 matrix cached per scope and
+process, grown by what is newer (`lore.backends.local.vectors`). Entries are searchable by text
 as soon as they are written; vectors follow when `embed_pending` runs (in background).
 Memory writes reach the index through triggers (see migration m003): removals at once,
 additions through `search_queue`, which `sources.catch_up` drains.
@@ -22,7 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lore.backends.local.database import Database
-from lore.embed import Embedder, VectorMatrix, Vectors, quantise
+from lore.backends.local.vectors import VectorMatrix
+from lore.embed import Embedder, Vectors, quantise
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 from lore.text import index_terms, match_expression
 
@@ -31,7 +32,10 @@ __all__ = ["SearchIndex", "scope_tag"]
 # BM25 column weights: scope_tag (never ranked), words, grams, and `keywords`, which holds
 # extra text (a memory's keywords; a message's date and neighbouring turns): matches in
 # the text itself, as words or CJK grams, weigh more than matches in what surrounds it.
-_BM25 = "bm25(search_fts, 0.0, 2.0, 2.0, 0.75)"
+_RANK = "bm25(0.0, 2.0, 2.0, 0.75)"
+_LOAD_ROWS = 4096
+# Below this share of the index, a search names its scopes inside the MATCH.
+_TAG_SHARE = 0.5
 
 
 def scope_tag(scope: str) -> str:
@@ -52,6 +56,9 @@ class SearchIndex:
         self._caches: dict[str, VectorMatrix] = {}
         self._generation = -1
         self._embed_lock = threading.Lock()
+        self._sizes: dict[str, int] = {}  # entries per scope, for `_scope_share`
+        self._total = 0
+        self._sizes_at = -1
 
     @property
     def db(self) -> Database:
@@ -205,7 +212,7 @@ class SearchIndex:
     def embed_pending(
         self,
         *,
-        batch: int = 16,
+        batch: int = 32,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
@@ -273,18 +280,53 @@ class SearchIndex:
     def text_search(
         self, scopes: Sequence[str], query: str, *, limit: int, now: float
     ) -> list[int]:
-        """Entry ids in these scopes matching any term of `query`, best BM25 first."""
+        """Entry ids in these scopes matching any term of `query`, best BM25 first.
+
+        FTS5 ranks inside its own query and hands back only the best rows (ORDER BY rank
+        LIMIT in the MATCH subquery); the join then reads just those. The scope is a term
+        of the MATCH when these scopes are a small part of the index; when they are most
+        of it, that term would only cost a walk through its whole posting list (every
+        entry of the scope, at every query), so the best rows of the whole index are
+        taken instead, scoped by the join, asking again for more when too few were theirs.
+        Both give the same ranking: the scope term has weight 0 in the BM25 weights."""
         expression = match_expression(query)
-        if expression is None or not scopes:
+        if expression is None or not scopes or limit <= 0:
             return []
-        tags = " OR ".join(f'"{scope_tag(s)}"' for s in scopes)
-        rows = self._db.conn.execute(
-            "SELECT e.id FROM search_fts JOIN search_entries e ON e.id = search_fts.rowid"
-            " WHERE search_fts MATCH ? AND (e.expires_at IS NULL OR e.expires_at > ?)"
-            f" ORDER BY {_BM25} LIMIT ?",
-            (f"scope_tag: ({tags}) AND ({expression})", now, limit),
-        )
-        return [int(r[0]) for r in rows]
+        share = self._scope_share(scopes)
+        if share < _TAG_SHARE:
+            tags = " OR ".join(f'"{scope_tag(s)}"' for s in scopes)
+            expression = f"scope_tag: ({tags}) AND ({expression})"
+        marks = ",".join("?" * len(scopes))
+        fetch = limit + 8 if share < _TAG_SHARE else int(limit / max(share, 0.05)) + 16
+        while True:
+            rows = self._db.conn.execute(
+                "SELECT f.rowid, e.id IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > ?)"
+                " FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?"
+                " AND rank MATCH ? ORDER BY rank LIMIT ?) f"
+                f" LEFT JOIN search_entries e ON e.id = f.rowid AND e.scope IN ({marks})"
+                " ORDER BY f.rank, f.rowid",
+                (now, expression, _RANK, fetch, *scopes),
+            ).fetchall()
+            found = [int(r[0]) for r in rows if r[1]]
+            if len(found) >= limit or len(rows) < fetch:
+                return found[:limit]
+            fetch *= 4
+
+    def _scope_share(self, scopes: Sequence[str]) -> float:
+        """About what part of the index these scopes hold (counted once per process, again
+        when the index has grown by a quarter): it only chooses how to query."""
+        conn = self._db.conn
+        (newest,) = conn.execute("SELECT coalesce(max(id), 0) FROM search_entries").fetchone()
+        if self._sizes_at < 0 or newest > self._sizes_at * 1.25 + 100:
+            self._sizes.clear()
+            (self._total,) = conn.execute("SELECT count(*) FROM search_entries").fetchone()
+            self._sizes_at = int(newest)
+        for scope in scopes:
+            if scope not in self._sizes:
+                (self._sizes[scope],) = conn.execute(
+                    "SELECT count(*) FROM search_entries WHERE scope = ?", (scope,)
+                ).fetchone()
+        return sum(self._sizes[s] for s in set(scopes)) / max(self._total, 1)
 
     def vector_search(
         self, scopes: Sequence[str], query: Vectors, *, limit: int, now: float
@@ -359,13 +401,17 @@ class SearchIndex:
         cache = self._caches.get(scope)
         if cache is None:
             cache = self._caches[scope] = VectorMatrix()
-        rows = self._db.conn.execute(
+            self._scope_share([scope])
+            cache.reserve(self._sizes[scope], self.embedder.dim)
+        cursor = self._db.conn.execute(
             "SELECT v.entry_id, v.scale, v.vector, e.expires_at FROM search_entries e"
             " JOIN search_vectors v ON v.entry_id = e.id WHERE e.scope = ? AND e.id > ?"
             " ORDER BY e.id",
             (scope, cache.watermark),
-        ).fetchall()
-        if rows:
+        )
+        # A few thousand rows at a time: a whole scope as Python tuples would weigh more
+        # than the matrix itself.
+        while rows := cursor.fetchmany(_LOAD_ROWS):
             cache.append(rows)
         return cache
 
