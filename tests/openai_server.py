@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,6 +19,7 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         self._queue: deque[tuple[int, Any, dict[str, str]]] = deque()
         self._calls = 0
+        self.chunk_delay = 0.0  # seconds between streamed chunks (crash tests kill mid-stream)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,10 +46,15 @@ class FakeOpenAI:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
-                for chunk in payload:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
+                try:
+                    for chunk in payload:
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if server.chunk_delay:
+                            time.sleep(server.chunk_delay)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client was killed mid-stream
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -93,6 +100,10 @@ class FakeOpenAI:
         ]
         self._queue.append((200, chunks, {}))
         return self
+
+    def clear(self) -> None:
+        """Forget queued replies (a killed client never asked for them)."""
+        self._queue.clear()
 
     def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> FakeOpenAI:
         self._queue.append((status, {"error": {"message": message}}, headers or {}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -310,3 +311,19 @@ def test_parse_ops_accepts_an_operations_object_and_hash_ids() -> None:
     assert ops[0].op == "delete" and ops[0].id == 7
     with pytest.raises(ExtractionRejected):
         parse_ops('[{"op": "delete", "id": true}]', {1})
+
+
+async def test_the_log_never_quotes_what_the_user_said(
+    lore: Runtime, model: ScriptedProvider, home: Path
+) -> None:
+    from lore.logs import configure_logging
+
+    configure_logging(home)
+    script = Script(model)
+    said = "Мой пароль от почты — синяя лошадь 马在跑"
+    await _turn(lore, script, said, Step(text=f"Sure! You said: {said}"))
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    log_text = (home / "lore.log").read_text(encoding="utf-8")
+    assert "extraction" in log_text
+    assert "синяя лошадь" not in log_text and "马在跑" not in log_text

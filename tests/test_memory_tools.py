@@ -217,7 +217,7 @@ async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Runtime) ->
     )
     for bad in ("abc", "²"):  # "²".isdigit() is true, yet int() refuses it
         assert (await conversation.send(f"/forget {bad}")).text == (
-            "Usage: /forget ID (the number after # in /memory)"
+            "Usage: /forget ID [everywhere [yes]] (ID: the number after # in /memory)"
         )
     assert (await conversation.send(f"/forget #{memory.id}")).text == f"Forgot #{memory.id}."
     assert lore.memory.active(HOME, now=lore.clock.now()) == []

@@ -43,10 +43,11 @@ class TelegramApprovals:
                 detail[:_MAX_DETAIL] + f"\n… {len(action.detail) - _MAX_DETAIL} more characters"
             )
         question = f"May I {action.summary}?\n\n{detail}".rstrip()
-        await self._send(chat_id, f"{question}\n\nReply y to allow; anything else refuses.")
+        # Waiting before asking: the answer may come back before the send returns.
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting[chat_id] = future
         try:
+            await self._send(chat_id, f"{question}\n\nReply y to allow; anything else refuses.")
             return await future
         finally:
             if self._waiting.get(chat_id) is future:

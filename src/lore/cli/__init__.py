@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from lore import __version__
+from lore.errors import LoreError
 
 __all__ = ["build_parser", "main"]
 
@@ -26,6 +27,9 @@ SUBCOMMANDS = (
     "serve",
     "bench",
     "config_cmd",
+    "doctor",
+    "forget",
+    "backup",
 )
 
 
@@ -43,13 +47,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    for number, argument in enumerate(arguments, start=1):
+        if _not_text(argument):
+            print(
+                f"lore: argument {number} is not valid UTF-8 text; check the terminal's "
+                "encoding (nothing was changed)",
+                file=sys.stderr,
+            )
+            return 1
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from lore.errors import LoreError
-
     try:
         code: int = args.func(args)
         return code
@@ -61,3 +72,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        damage = _database_damage(exc)
+        if damage is None:
+            raise
+        print(f"lore: {damage}", file=sys.stderr)
+        return 1
+
+
+def _not_text(argument: str) -> bool:
+    """Bytes that were not UTF-8 reach argv as lone surrogates (surrogateescape)."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _database_damage(exc: Exception) -> LoreError | None:
+    """A damaged `lore.db` surfaces wherever SQLite first reads the bad page: turn it into
+    the one line that says so, here at the boundary, instead of a traceback."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    from lore.backends.local.database import damaged_database_error
+
+    return damaged_database_error(exc)

@@ -55,6 +55,17 @@ def run(args: argparse.Namespace) -> int:
                     err=sys.stderr,
                     project=project,
                 )
+            if not sys.stdin.isatty():
+                from lore.channels.piped import run_piped
+
+                return await run_piped(
+                    lore,
+                    args.session,
+                    sys.stdin.buffer,
+                    out=sys.stdout,
+                    err=sys.stderr,
+                    project=project,
+                )
             return await run_interactive(lore, args.session, project=project)
         finally:
             await lore.aclose()

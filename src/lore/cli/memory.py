@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_scoped, print_json, runtime, show_usage
+from lore.cli.forget import add_everywhere_flags, forget_everywhere
 
 if TYPE_CHECKING:
     from lore.ports.memories import Memory
@@ -50,6 +51,7 @@ def register(subparsers: Any) -> None:
 
     forget = actions.add_parser("forget", help="erase a memory and its history by id")
     forget.add_argument("id", metavar="ID", help="the memory's number (e.g. 12 or #12)")
+    add_everywhere_flags(forget)
     add_scoped(forget, json_flag=False)
     forget.set_defaults(func=_forget)
 
@@ -128,6 +130,8 @@ def _add(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
 
+    if args.everywhere:
+        return forget_everywhere(args, args.id, None)
     text = str(args.id).strip().lstrip("#")
     if not text.isdecimal():
         raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")

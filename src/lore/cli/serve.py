@@ -64,8 +64,9 @@ async def serve(lore: Runtime, *, once: bool = False) -> None:
         try:
             print(line, flush=True)
         except OSError as exc:
-            # It is delivered: a failure now would only deliver it again.
-            log.warning("could not print %r: %s", line, exc)
+            # It is delivered: a failure now would only deliver it again. The line quotes
+            # the reminder, which the log never does.
+            log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
 
     # A conversation a terminal is showing gets its reminders from that terminal.
     def accepts(scope: str) -> bool:

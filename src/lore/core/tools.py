@@ -111,7 +111,8 @@ class ToolRegistry:
         except (ToolError, LoreError) as exc:
             return ToolResult(call, f"Error: {exc}", True, ctx.decision)
         except (TypeError, KeyError, ValueError) as exc:
-            log.warning("tool %s rejected arguments: %s", call.name, exc)
+            # The type only: the message can quote the arguments, which quote the user.
+            log.warning("tool %s rejected its arguments (%s)", call.name, type(exc).__name__)
             return ToolResult(call, f"Error: bad arguments for {call.name}: {exc}", True)
 
 

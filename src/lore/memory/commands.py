@@ -1,5 +1,5 @@
-"""Slash commands for memory: /memory, /remember TEXT, /forget ID (no model needed), and
-Dream's /dream, /dream-log, /dream-restore."""
+"""Slash commands for memory: /memory, /remember TEXT, /forget ID [everywhere [yes]] (no
+model needed), and Dream's /dream, /dream-log, /dream-restore."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ def memory_commands() -> list[Command]:
     return [
         Command("memory", "show the memory block exactly as the model sees it", _show),
         Command("remember", "note a long-term fact for this conversation", _remember, "TEXT"),
-        Command("forget", "erase a memory by its #id", _forget, "ID"),
+        Command(
+            "forget",
+            "erase a memory by its #id; `everywhere` also finds every copy of it",
+            _forget,
+            "ID [everywhere [yes]]",
+        ),
     ]
 
 
@@ -98,9 +103,14 @@ async def _remember(conversation: CommandContext, args: str) -> str | CommandOut
 
 
 async def _forget(conversation: CommandContext, args: str) -> str | CommandOutput:
-    text = args.strip().lstrip("#")
-    if not text.isdecimal():
-        return CommandOutput("Usage: /forget ID (the number after # in /memory)", ok=False)
+    words = args.split()
+    text = words[0].lstrip("#") if words else ""
+    if not text.isdecimal() or words[1:] not in ([], ["everywhere"], ["everywhere", "yes"]):
+        return CommandOutput(
+            "Usage: /forget ID [everywhere [yes]] (ID: the number after # in /memory)", ok=False
+        )
+    if words[1:]:
+        return _forget_everywhere(conversation, int(text), erase=words[1:] == ["everywhere", "yes"])
     try:
         conversation.lore.memory.forget(
             conversation.scope,
@@ -112,6 +122,32 @@ async def _forget(conversation: CommandContext, args: str) -> str | CommandOutpu
     except (NotFoundError, InvalidInputError) as exc:
         return CommandOutput(f"Nothing forgotten: {exc}", ok=False)
     return f"Forgot #{text}."
+
+
+def _forget_everywhere(
+    conversation: CommandContext, memory_id: int, *, erase: bool
+) -> str | CommandOutput:
+    from lore.memory.purge import forget_everywhere
+
+    lore = conversation.lore
+    if not lore.config.is_owner_scope(conversation.scope):
+        return CommandOutput(
+            "Nothing forgotten: only the owner's conversations can erase text everywhere.",
+            ok=False,
+        )
+    try:
+        lines = forget_everywhere(
+            lore,
+            conversation.scope,
+            memory_id=memory_id,
+            erase=erase,
+            by=conversation.author,
+            via="command",
+            confirm=f"Type /forget {memory_id} everywhere yes to erase all of it.",
+        )
+    except (NotFoundError, InvalidInputError) as exc:
+        return CommandOutput(f"Nothing forgotten: {exc}", ok=False)
+    return "\n".join(lines)
 
 
 async def _dream(conversation: CommandContext, args: str) -> str | CommandOutput:

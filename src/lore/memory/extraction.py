@@ -222,7 +222,8 @@ def _json_payload(text: str) -> Any:
             return json.loads(candidate)
         except ValueError:
             continue
-    raise ExtractionRejected(f"the extraction reply is not valid JSON: {text[:80]!r}")
+    # Never quote the reply: it echoes what the user said, and this message is logged.
+    raise ExtractionRejected(f"the extraction reply is not valid JSON ({len(text)} characters)")
 
 
 def _text(item: dict[str, Any], field: str, number: int) -> str:

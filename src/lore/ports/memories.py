@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -267,7 +267,14 @@ class ActivePage:
 
 class MemoryStore(Protocol):
     """Memories, per scope. Each public write is one transaction; a scope never sees
-    another's memories; forgetting erases the text of every version everywhere."""
+    another's memories; forgetting erases the text of every version everywhere.
+
+    Every write checks its input with `make_draft` (InvalidInputError, nothing written)
+    and `check_write` (ValueError); a naive `now` is a ValueError. An id of another scope,
+    unknown, forgotten or out of range is a NotFoundError naming "#id in this
+    conversation". Times come back as the same instants (in any zone). The suite in
+    tests/contract/test_memories_contract.py holds every backend to this.
+    """
 
     def remember(
         self,
@@ -282,7 +289,9 @@ class MemoryStore(Protocol):
         source: Source | None = None,
         expires_at: datetime | None = None,
     ) -> tuple[Memory, bool]:
-        """Store a fact; an exact duplicate in the scope returns the existing one and False."""
+        """Store a fact; an exact duplicate (of the cleaned text) active in the scope
+        returns the existing one and False. A duplicate that has expired is renewed: the
+        new memory supersedes it, and True is returned."""
 
     def supersede(
         self,
@@ -298,30 +307,64 @@ class MemoryStore(Protocol):
         source: Source | None = None,
         expires_at: datetime | None = None,
     ) -> Memory:
-        """Replace an active memory with a new version; the old one stays in the history."""
+        """Replace an active memory with a new version; the old one stays in the history,
+        `superseded`, pointing at the new. Kind and keywords carry over unless given; the
+        new version keeps the chain's `created_at`. An old version, or a text another
+        active memory of the scope holds, is an InvalidInputError."""
 
     def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
-        """Erase a memory and every earlier version of it; returns the erased ids."""
+        """Erase a memory and every earlier version of it; returns the erased ids. Their
+        ids stay taken, `get` no longer finds them, and the audit keeps who, when and
+        how (a `forget` entry with {"erased": ids}) but none of their text (detail None)."""
 
     def import_(
         self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
-    ) -> ImportResult: ...
+    ) -> ImportResult:
+        """Read `export` lines back, all or nothing (a bad line is named, nothing is
+        written). An id is kept when no memory has it; a text already active is reported
+        as already present. Audited as `import`."""
 
     def batch(self) -> AbstractContextManager[None]:
-        """Several writes as one transaction; what a `forget` inside erased is gone from
-        every file of the store when the batch ends."""
+        """Several writes as one transaction (an exception inside undoes them all); what
+        a `forget` inside erased is gone from every file of the store when the batch ends."""
 
-    def get(self, scope: str, memory_id: int) -> Memory: ...
+    def get(self, scope: str, memory_id: int) -> Memory:
+        """A memory of this scope, active or superseded (never a forgotten one)."""
 
     def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
         """Unexpired active memories: profile first, then most recently updated."""
 
     def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage: ...
 
-    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]: ...
+    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
+        """Unexpired active memories of the scope matching any word of `query` (their
+        text or keywords; a CJK word by its characters, in any script), best first, at
+        most `limit` (1 to 100). A query with no word finds nothing."""
 
-    def history(self, scope: str, memory_id: int) -> list[AuditEntry]: ...
+    def history(self, scope: str, memory_id: int) -> list[AuditEntry]:
+        """The audit of the memory's whole chain of versions (from any version of it,
+        forgotten ones included), oldest first."""
 
-    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]: ...
+    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]:
+        """The scope's latest audit entries, newest first (at least one is asked for)."""
 
-    def export(self, scope: str) -> list[str]: ...
+    def export(self, scope: str) -> list[str]:
+        """Every active memory of the scope, expired ones included, as JSON lines of
+        `Memory.to_record`, by id."""
+
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories of any scope (not forgotten) and audit rows whose text `match`es."""
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope."""
+
+    def compact(self) -> bool:
+        """Rewrite the store so no erased byte stays on disk; False if it had to wait."""

@@ -9,6 +9,7 @@ names (one the person wrote) and MEMORY.md belong to the owner.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -75,13 +76,20 @@ class Note:
 
 
 class NotesStore(Protocol):
+    """Notes under the workspace's memory/, each recorded with the scope it came from.
+    A path outside memory/*.md is a ValueError (nothing written). The suite in
+    tests/contract/test_notes_contract.py holds every backend to this."""
+
     def append(
         self, path: str, text: str, *, scope: str, title: str, at: datetime, file_title: str
     ) -> Note:
-        """Add a section to the file (created with `file_title` as its heading)."""
+        """Add a section (`## title`, a blank line, the text, a blank line) to the file,
+        created with `# file_title` and a blank line; the note's `line` is where its text
+        begins."""
 
     def create(self, stem: str, text: str, *, scope: str, at: datetime) -> Note:
-        """Write `memory/<stem>.md` (or `<stem>-2.md`, ...), never overwriting a file."""
+        """Write `memory/<stem>.md` (or `<stem>-2.md`, ... up to -99, then a LoreError),
+        never overwriting a file; the note begins on line 1."""
 
     def notes(self, path: str) -> list[Note]:
         """The notes rendered into one file, in order; [] for a file none names."""
@@ -91,19 +99,26 @@ class NotesStore(Protocol):
 
 
 class HistoryLog(Protocol):
-    """Summaries of conversation that left the window, in cursor order."""
+    """Summaries of conversation that left the window, in cursor order. The suite in
+    tests/contract/test_history_contract.py holds every backend to this."""
 
-    def append(self, session_key: str, content: str, *, now: datetime) -> HistoryEntry: ...
+    def append(self, session_key: str, content: str, *, now: datetime) -> HistoryEntry:
+        """Durably add `content` (trimmed) under the next cursor (1, 2, ... across every
+        key), stamped with `now` to the second in its own offset; a naive `now` is a
+        ValueError."""
 
-    def dream_cursor(self) -> int: ...
+    def dream_cursor(self) -> int:
+        """The last cursor Dream has fully processed (0 before it ever ran)."""
 
     def set_dream_cursor(self, cursor: int) -> None: ...
 
-    def entries(self, after: int = 0, *, limit: int | None = None) -> list[HistoryEntry]: ...
+    def entries(self, after: int = 0, *, limit: int | None = None) -> list[HistoryEntry]:
+        """Entries with cursor > `after`, oldest first, at most `limit` (the oldest)."""
 
     def recent(
         self, session_key: str, *, after: int | None = None, limit: int = 50
-    ) -> list[HistoryEntry]: ...
+    ) -> list[HistoryEntry]:
+        """The newest `limit` entries of one key (after cursor `after`), oldest first."""
 
 
 class Workspace(Protocol):
@@ -138,6 +153,9 @@ class Versions(Protocol):
     ) -> list[Commit]: ...
 
     def show(self, sha: str, paths: list[str] | None = None) -> str: ...
+
+    def rewrite_history(self, redact: Callable[[bytes], bytes], *, dry_run: bool = False) -> int:
+        """Replay every version with `redact` applied; how many versions changed."""
 
 
 # The curated files created from templates; one still equal to its template is not sent.

@@ -5,11 +5,16 @@ process killed between claim and done loses nothing: its lease runs out and anot
 process (or the same one, restarted) delivers the item; the key keeps the conversation
 from seeing it twice. A failed delivery is retried with backoff and, after too many
 attempts, stays visible as failed.
+
+Times are kept to the whole second (an item is ready from the second it was put or
+retried for); leases run to the fraction. Only the owner holding a lease can finish,
+release or retry the item: from anyone else these change nothing. The suite in
+tests/contract/test_outbox_contract.py holds every backend to this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -34,9 +39,16 @@ class OutboxItem:
 
 
 class Outbox(Protocol):
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every string of every item that `match`es through `redact` (forget
+        everywhere); how many items (would) change."""
+
     def put(self, item: OutboxItem, *, now: datetime) -> bool:
-        """Queue an item (its `id`, status and attempts are ignored); False when an item
-        with its key was queued before."""
+        """Queue an item, pending from `now` (its `id`, status, attempts and created_at
+        are ignored); False when an item with its key was ever queued before, whatever
+        became of it."""
 
     def lease(
         self,
@@ -47,11 +59,13 @@ class Outbox(Protocol):
         limit: int = 100,
         seconds: float = 60.0,
     ) -> list[OutboxItem]:
-        """Claim ready items (of these scopes, or any) for `seconds`: items pending and
-        not leased by another owner whose lease still runs."""
+        """Claim ready items (of these scopes, or any), oldest first, for `seconds`: items
+        pending, past their retry delay and under no lease that still runs (not even one
+        `owner` holds)."""
 
     def done(self, item_id: int, *, owner: str, now: datetime) -> bool:
-        """Mark delivered; False when the lease was lost (another owner took over)."""
+        """Mark delivered; False when `owner` does not hold it (another owner took over
+        after the lease ran out, or it was done already)."""
 
     def release(self, item_id: int, *, owner: str) -> None:
         """Give a leased item back untried (a delivery stopped before it began)."""

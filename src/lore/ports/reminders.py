@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.errors import InvalidInputError
+from lore.ports.outbox import OutboxItem
 
 if TYPE_CHECKING:
     from lore.ports.outbox import Outbox
@@ -26,6 +27,7 @@ __all__ = [
     "Reminder",
     "ReminderStore",
     "occurrence_key",
+    "reminder_item",
     "zone_named",
 ]
 
@@ -103,7 +105,13 @@ class DueReminder:
 
 
 class ReminderStore(Protocol):
-    """Reminders per scope. Each public write is one transaction."""
+    """Reminders per scope. Each public write is one transaction.
+
+    Times are kept to the whole second (a due time rounds up, `now` rounds down); a naive
+    time is a ValueError. Another scope's id, or an unknown one, is a NotFoundError naming
+    "#id". The suite in tests/contract/test_reminders_contract.py holds every backend to
+    this.
+    """
 
     @property
     def outbox(self) -> Outbox:
@@ -111,6 +119,12 @@ class ReminderStore(Protocol):
 
     def on_added(self, listener: Callable[[], None]) -> None:
         """Call `listener` after each add (a running scheduler re-checks its wake time)."""
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every reminder text that `match`es through `redact` (forget everywhere);
+        how many (would) change."""
 
     def add(
         self,
@@ -124,9 +138,14 @@ class ReminderStore(Protocol):
         recurrence: str | None = None,
         channel: str = "",
         session_id: str = "",
-    ) -> Reminder: ...
+    ) -> Reminder:
+        """A pending reminder; its text is kept on one line. Empty or overlong text, an
+        unknown zone, or a recurrence that never fires is an InvalidInputError (nothing
+        stored); a recurrence is stored in canonical form. Listeners hear of it after."""
 
-    def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder: ...
+    def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder:
+        """Mark a pending reminder cancelled (what a claim already put in the outbox stays
+        there); one no longer pending is an InvalidInputError "already <status>"."""
 
     def claim_due(
         self,
@@ -137,23 +156,54 @@ class ReminderStore(Protocol):
         scope: str | None = None,
     ) -> list[DueReminder]:
         """Move up to `limit` due occurrences (of one scope, if given) into the outbox, in
-        one transaction: a one-shot becomes delivered, a recurring one moves on. Each
-        occurrence enters the outbox once, under its idempotency key."""
+        one transaction: a one-shot becomes delivered, a recurring one moves to its next
+        occurrence after `now` (missed ones fire once, late). Each occurrence enters the
+        outbox once, as `reminder_item` makes it, under its idempotency key. Oldest due
+        first; each DueReminder holds the reminder as it was before the claim, and is late
+        when claimed more than `late_after` past due."""
 
     def get(self, scope: str, reminder_id: int) -> Reminder: ...
 
-    def due(self, now: datetime, limit: int = 100) -> list[Reminder]: ...
+    def due(self, now: datetime, limit: int = 100) -> list[Reminder]:
+        """What `claim_due` would claim at `now` (any scope), without claiming it."""
 
-    def next_due_time(self, scope: str | None = None) -> datetime | None: ...
+    def next_due_time(self, scope: str | None = None) -> datetime | None:
+        """When the soonest pending reminder (of one scope, if given) falls due."""
 
-    def list(
-        self, scope: str, *, include_done: bool = False, limit: int = 200
-    ) -> list[Reminder]: ...
+    def list(self, scope: str, *, include_done: bool = False, limit: int = 200) -> list[Reminder]:
+        """A scope's pending reminders, soonest first; with `include_done`, the delivered
+        and cancelled ones after them, latest due first."""
 
 
 def occurrence_key(reminder_id: int, due_at: datetime) -> str:
     """The idempotency key of one occurrence: the same occurrence is delivered once."""
     return f"reminder:{reminder_id}:{int(due_at.timestamp())}"
+
+
+def reminder_item(due: DueReminder) -> OutboxItem:
+    """A claimed occurrence as the outbox item every backend queues for it: its payload
+    is what a delivery reads."""
+    reminder = due.reminder
+    return OutboxItem(
+        id=0,
+        key=occurrence_key(reminder.id, reminder.due_at),
+        scope=reminder.scope,
+        channel=reminder.channel,
+        kind="reminder",
+        payload={
+            "reminder_id": reminder.id,
+            "text": reminder.text,
+            "author": reminder.author,
+            "due_at": reminder.due_at.isoformat(),
+            "timezone": reminder.timezone,
+            "late": due.late,
+            "recurrence": reminder.recurrence,
+            "next_due": due.next_due.isoformat() if due.next_due else None,
+        },
+        status="pending",
+        attempts=0,
+        created_at=due.claimed_at,
+    )
 
 
 @lru_cache(maxsize=64)

@@ -2,7 +2,10 @@
 with their scope, source and time, searched by text and by vector.
 
 A scope's search never reads another scope's entries: scopes are applied inside each
-query, never by filtering a result list afterwards.
+query, never by filtering a result list afterwards. The suite in
+tests/contract/test_search_index_contract.py holds every backend to this; the memory
+queue is left out of it, because memory writes fill it from the memories store's side
+(on the local backend, triggers in the one database).
 """
 
 from __future__ import annotations
@@ -82,12 +85,15 @@ class IndexStats:
 
 class SearchIndexPort(Protocol):
     def batch(self) -> AbstractContextManager[None]:
-        """Several writes as one transaction."""
+        """Several writes as one transaction (an exception inside undoes them all)."""
 
     @property
     def embedder(self) -> Embedder: ...
 
-    def put(self, entries: Iterable[Entry]) -> list[int]: ...
+    def put(self, entries: Iterable[Entry]) -> list[int]:
+        """Index entries, each replacing any at its (kind, source, locator); searchable by
+        text at once, by vector once embedded. An unknown kind is a ValueError (nothing
+        written)."""
 
     def replace_source(
         self, kind: str, source: str, entries: Sequence[Entry], record: SourceRecord | None
@@ -121,12 +127,22 @@ class SearchIndexPort(Protocol):
 
     def text_search(
         self, scopes: Sequence[str], query: str, *, limit: int, now: float
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """Unexpired entries of these scopes matching any word of `query` (in their text,
+        or at a lower weight their `extra`), best first."""
 
     def vector_search(
         self, scopes: Sequence[str], query: NDArray[np.float32], *, limit: int, now: float
-    ) -> list[tuple[int, float]]: ...
+    ) -> list[tuple[int, float]]:
+        """Unexpired embedded entries of these scopes nearest to `query` (cosine), best
+        first."""
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]: ...
 
     def stats(self) -> IndexStats: ...
+
+    def entries_matching(self, match: Callable[[str], bool]) -> list[int]:
+        """Entries whose text (or the context embedded with it) `match`es."""
+
+    def remove_entries(self, entry_ids: Sequence[int]) -> int:
+        """Drop these entries, words and vectors included, leaving no trace of their text."""

@@ -2,7 +2,8 @@
 
 Only a sessions store reads or writes the formats behind them. A live session is one
 conversation's current transcript (append-only); closing it archives the exact
-transcript, indexes it, then starts a fresh session under the same key.
+transcript, indexes it, then starts a fresh session under the same key. The suite in
+tests/contract/test_sessions_contract.py holds every backend to this.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, tzinfo
-from pathlib import Path
 from typing import Any, Protocol
 
 from lore.llm.base import Message
 
 __all__ = [
+    "CLOSE_STEPS",
     "ArchivedSession",
     "FaultHook",
     "LiveSession",
@@ -26,6 +27,10 @@ __all__ = [
 ]
 
 FaultHook = Callable[[str], None]
+
+# The steps of a close, in order; `close` calls its `fault` hook after each, so a test
+# can stop it there (the transcript half-written, written, indexed, the session reset).
+CLOSE_STEPS = ("archive_tmp_written", "archive_written", "index_written", "session_reset")
 
 
 @dataclass
@@ -93,7 +98,9 @@ class Draft(Protocol):
 
 
 class LiveSession(Protocol):
-    """One conversation's live transcript. `refresh()` sees other writers' lines."""
+    """One conversation's live transcript. `refresh()` sees other writers' lines (and a
+    reset done through another handle). Changing a message after appending it, or in
+    `messages`, changes nothing stored."""
 
     key: str
     messages: list[Message]
@@ -110,16 +117,19 @@ class LiveSession(Protocol):
         (checked under the same lock); False when it was."""
 
     def mark(self, index: int, **flags: Any) -> None:
-        """Set flags on message `index` (cancelled, unanswered), append-only."""
+        """Set flags on message `index` (cancelled, unanswered), append-only; every
+        reader sees them merged into the message. An index past the end is ignored."""
 
     def draft(self, index: int) -> AbstractContextManager[Draft]:
         """Where the reply being streamed for message `index` goes as it is shown; a crash
         leaves it for the next process to keep as an `interrupted` reply."""
 
-    def update_meta(self, **changes: Any) -> None: ...
+    def update_meta(self, **changes: Any) -> None:
+        """Set metadata fields; `extra` is merged into the existing extra, not replaced."""
 
     def reset(self, session_id: str | None = None) -> None:
-        """Start a fresh transcript under the same key (after it was archived)."""
+        """Start a fresh transcript under the same key (after it was archived), under a
+        new session id (or the one given)."""
 
     def locked(self) -> AbstractContextManager[None]:
         """Hold the session's write lock across several steps (re-entrant here)."""
@@ -137,14 +147,19 @@ class SessionArchive(Protocol):
 
     def read_messages(
         self, entry: ArchivedSession, *, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[Message], int]: ...
+    ) -> tuple[list[Message], int]:
+        """Messages `offset`.. of the exact transcript (at most `limit`), and how many it
+        holds; a SessionError when it is missing."""
 
     def link_summary(
         self, session_id: str, memory_path: str | None, slug: str, status: str
-    ) -> None: ...
+    ) -> None:
+        """Point the entry at its summary (`summary` becomes `status`); its transcript
+        path never changes. An unknown session is a SessionError."""
 
-    def resolve(self, stored: str) -> Path:
-        """The file a stored transcript path names (the search index reads it)."""
+    def fingerprint(self, entry: ArchivedSession) -> tuple[int, int] | None:
+        """Changes whenever the entry's transcript is written again (a re-close, a summary
+        link); None when it is missing. The search index re-reads it only then."""
 
     def stamp(self) -> tuple[int, int] | None:
         """Changes whenever a session is archived or linked (the index re-syncs then)."""
@@ -155,10 +170,13 @@ class SessionStore(Protocol):
     def archive(self) -> SessionArchive: ...
 
     def live(self, key: str) -> LiveSession:
-        """The live session of `key` (created empty when it has none)."""
+        """The live session of `key` (created empty when it has none), current as of this
+        call. A store may hand out the same handle each time (refreshed), so what a
+        caller changes in `messages` may be seen by later callers, never by the store."""
 
     def live_meta(self, key: str) -> SessionMeta | None:
-        """The live session's metadata without creating or loading it."""
+        """The live session's metadata without creating or loading it (None when `key`
+        has no live session)."""
 
     def live_keys(self) -> list[str]:
         """Every key that has a live session."""
@@ -174,15 +192,21 @@ class SessionStore(Protocol):
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
         """Archive the session exactly, index it, then reset it, holding its lock
-        throughout; None when it was empty."""
+        throughout, calling `fault` after each of CLOSE_STEPS; None when it was empty
+        (reset all the same for reason "new"). An "idle" close leaves the fresh session
+        `previous_session_id` and `previous_transcript` in its extra. Closing a session
+        again (it grew after a close stopped midway) rewrites the same transcript path,
+        keeps the summary linked before and marks the summary pending."""
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
-        """Finish what a crash during a close left; the closed sessions whose summary is
+        """Finish what a crash during a close left (index a transcript whose session moved
+        on, reset a live session already indexed whole; an archive the live session may
+        still grow into is kept for its next close); the closed sessions whose summary is
         still pending."""
 
     def attach(self, key: str) -> AbstractContextManager[bool]:
         """Mark `key` as shown live by this process (a terminal) while held; yields
-        False when another process already shows it."""
+        False when another holder (another process, or this one again) already shows it."""
 
     def attached(self, key: str) -> bool:
         """Is a process showing `key` live right now?"""

@@ -16,6 +16,7 @@ who may see it.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.errors import SessionError
 from lore.ports.notes import OWNER_SCOPE, NotesStore
 from lore.ports.search import Entry, SourceRecord
 from lore.ports.search import SearchIndexPort as SearchIndex
@@ -340,24 +342,29 @@ def index_session(
     zone: tzinfo = UTC,
     force: bool = False,
 ) -> bool:
-    """(Re-)index one archived session; False when its messages did not change."""
-    path = archive.resolve(entry.transcript_path)
+    """(Re-)index one archived session; False when its messages did not change. It is
+    read through the archive port, whatever stores it."""
+    fingerprint = archive.fingerprint(entry)
     try:
-        stat = path.stat()
-        raw = path.read_bytes()
-    except FileNotFoundError:
+        messages, _ = archive.read_messages(entry)
+    except SessionError:
+        fingerprint = None
+    if fingerprint is None:
         return index.remove_source("message", entry.session_id) > 0
-    # The first line is metadata a summary link rewrites; only the messages matter.
-    digest = hashlib.sha256(raw[raw.find(b"\n") + 1 :]).hexdigest()
-    record = SourceRecord(
-        "message", entry.session_id, entry.key, stat.st_mtime_ns, stat.st_size, digest
-    )
+    # Only the messages matter (a summary link rewrites the metadata). Serialised as the
+    # local archive writes them, so its digests stay what they were.
+    digest = hashlib.sha256(
+        b"".join(
+            json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+            for m in messages
+        )
+    ).hexdigest()
+    record = SourceRecord("message", entry.session_id, entry.key, *fingerprint, digest)
     known = index.source_records("message").get(entry.session_id)
     if known is not None and known.digest == digest and not force:
         index.replace_source_record(record)
         return False
-    messages, _ = archive.read_messages(entry)
-    default_at = _parse_time(entry.created_at) or _parse_time(entry.ended_at) or stat.st_mtime
+    default_at = _parse_time(entry.created_at) or _parse_time(entry.ended_at) or 0.0
     entries = session_entries(
         entry.session_id, entry.key, messages, default_at=default_at, zone=zone
     )
@@ -371,16 +378,8 @@ def sync_archive(index: SearchIndex, archive: SessionArchive, *, zone: tzinfo = 
     changed = 0
     for entry in archive.entries():
         record = known.get(entry.session_id)
-        if record is not None:
-            try:
-                stat = archive.resolve(entry.transcript_path).stat()
-            except FileNotFoundError:
-                stat = None
-            if stat is not None and (record.mtime_ns, record.size) == (
-                stat.st_mtime_ns,
-                stat.st_size,
-            ):
-                continue
+        if record is not None and (record.mtime_ns, record.size) == archive.fingerprint(entry):
+            continue
         changed += index_session(index, archive, entry, zone=zone)
     return changed
 

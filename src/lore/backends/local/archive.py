@@ -26,7 +26,7 @@ from lore.files import cut_torn_tail, fsync_dir, locked_file
 from lore.llm.base import Message
 from lore.ports.sessions import ArchivedSession, SessionMeta
 
-__all__ = ["SessionArchive"]
+__all__ = ["SessionArchive", "parse_message_line"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,13 @@ class SessionArchive:
             return path.relative_to(self.home).as_posix()
         except ValueError:
             return str(path)
+
+    def fingerprint(self, entry: ArchivedSession) -> tuple[int, int] | None:
+        try:
+            stat = self.resolve(entry.transcript_path).stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
 
     def resolve(self, stored: str) -> Path:
         path = Path(stored)
@@ -193,24 +200,38 @@ class SessionArchive:
     def read_messages(
         self, entry: ArchivedSession, *, offset: int = 0, limit: int | None = None
     ) -> tuple[list[Message], int]:
-        """Messages `offset`.. of an archived transcript (at most `limit`), and the total."""
+        """Messages `offset`.. of an archived transcript (at most `limit`), and the total.
+
+        A line that is not a message (damaged on disk, edited by hand) is skipped with a
+        warning naming the file and line: one bad line never hides the rest."""
         path = self.resolve(entry.transcript_path)
         found: list[Message] = []
         total = 0
         try:
-            with path.open("rb") as f:
-                f.readline()  # metadata
-                for raw in f:
-                    if not raw.strip():
-                        continue
-                    if total >= offset and (limit is None or len(found) < limit):
-                        found.append(json.loads(raw))
-                    total += 1
+            for message in self.iter_messages(path):
+                if total >= offset and (limit is None or len(found) < limit):
+                    found.append(message)
+                total += 1
         except FileNotFoundError as exc:
             raise SessionError(f"archived transcript {entry.transcript_path} is missing") from exc
-        except ValueError as exc:
-            raise SessionError(f"{entry.transcript_path} has an unreadable line") from exc
         return found, total
+
+    def iter_messages(self, path: Path) -> Iterator[Message]:
+        """Every readable message line of a transcript after its metadata line."""
+        with path.open("rb") as f:
+            f.readline()  # metadata
+            for number, raw in enumerate(f, start=2):
+                if not raw.strip():
+                    continue
+                message = parse_message_line(raw)
+                if message is None:
+                    log.warning(
+                        "%s line %d: skipped an unreadable message line",
+                        self.relative(path),
+                        number,
+                    )
+                    continue
+                yield message
 
     def read_metadata(self, path: Path) -> dict[str, Any] | None:
         try:
@@ -261,6 +282,17 @@ class SessionArchive:
             if not path.exists():
                 return path
         raise SessionError(f"cannot name the archive of session {session_id}: all names taken")
+
+
+def parse_message_line(raw: bytes) -> Message | None:
+    """One transcript line as a message, or None if it is not one."""
+    try:
+        message = json.loads(raw)
+    except ValueError:  # bad JSON or bad UTF-8
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+        return None
+    return message
 
 
 def _dumps(data: Any) -> bytes:

@@ -7,6 +7,7 @@ this class for the connection and transactions; nothing else runs SQL.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sqlite3
 import threading
@@ -17,7 +18,9 @@ from types import ModuleType
 
 from lore.errors import StoreError
 
-__all__ = ["Database", "migrations"]
+__all__ = ["SQLITE_HEADER", "Database", "damaged_database_error", "migrations"]
+
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def migrations() -> list[tuple[int, str, ModuleType]]:
@@ -45,6 +48,8 @@ class Database:
         self.path = Path(path) if str(path) != ":memory:" else path
         if isinstance(self.path, Path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_foreign_file(self.path)
+            _create_if_missing(self.path)
         try:
             self.conn = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
@@ -64,7 +69,10 @@ class Database:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise StoreError(f"{path} is not a usable Lore database: {exc}") from exc
+            raise StoreError(
+                f"{path} is not a usable Lore database ({exc}); "
+                "run `lore doctor` to check it and recover what can be read"
+            ) from exc
 
     @property
     def schema_version(self) -> int:
@@ -119,9 +127,87 @@ class Database:
         with self._lock:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def backup_to(self, path: Path) -> None:
+        """A consistent copy of the whole database at `path`, made while others may be
+        writing (SQLite's online backup), then checked page by page."""
+        target = sqlite3.connect(str(path))
+        try:
+            with self._lock:
+                self.conn.backup(target)
+            target.execute("PRAGMA journal_mode=DELETE")
+            problems = [str(row[0]) for row in target.execute("PRAGMA integrity_check")]
+        finally:
+            target.close()
+        if problems != ["ok"]:
+            raise StoreError(f"the database copy failed its integrity check: {problems[0]}")
+
+    def vacuum(self) -> bool:
+        """Rewrite the file without free pages, then empty the WAL: after erasing text,
+        no old copy of it stays on disk. False if another connection kept the WAL busy."""
+        with self._lock:
+            self.conn.execute("VACUUM")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return not busy
+
     def close(self) -> None:
         with self._lock:
             self.conn.close()
+
+
+def damaged_database_error(exc: sqlite3.DatabaseError) -> StoreError:
+    """The one line a user sees when SQLite reports a damaged or unusable database."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(f"the database is busy ({text}); try again in a moment")
+    return StoreError(
+        f"the database is damaged ({text}); run `lore doctor` to check it and recover "
+        "what can be read"
+    )
+
+
+def _refuse_foreign_file(path: Path) -> None:
+    """Never build a fresh database over a file that was there: an empty or foreign
+    `lore.db` means the real one was lost, and silently starting over would hide it."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+    how = "restore it with `lore restore BACKUP`, or move it aside to start with an empty one"
+    if not header:
+        raise StoreError(f"{path} is empty (0 bytes), so its memories are gone; {how}")
+    if header != SQLITE_HEADER:
+        raise StoreError(f"{path} is not a SQLite database; {how}")
+
+
+def _create_if_missing(path: Path) -> None:
+    """Create a new database file whole (header written) and link it into place, so no
+    other process ever sees an empty `lore.db` that Lore itself is creating."""
+    if path.exists():
+        return
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{threading.get_ident()}")
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        with tmp.open("rb") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except OSError:
+            # Another process created it first (use theirs), or the file system has no
+            # hard links (SQLite then creates it in place, as it always did).
+            pass
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot create database {path}: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
 
 
 def _split_sql(script: str) -> list[str]:

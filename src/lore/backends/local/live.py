@@ -144,7 +144,10 @@ class LiveSession:
                 raise ValueError("first line is not session metadata")
             self.meta = SessionMeta.from_dict(data)
         except (ValueError, KeyError, TypeError) as exc:
-            raise SessionError(f"{self.path}: unreadable session metadata ({exc})") from exc
+            raise SessionError(
+                f"{self.path}: unreadable session metadata ({exc}); "
+                "`lore doctor --repair` rebuilds it"
+            ) from exc
         self._meta_len = len(first)
 
     def _read_from(self, offset: int) -> None:

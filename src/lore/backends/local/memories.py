@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -133,12 +133,79 @@ class SQLiteMemoryStore:
             self._db.checkpoint()
         return chain
 
+    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
+        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
+        audit rows whose detail does: every copy the table holds of a text."""
+        memories = [
+            int(row["id"])
+            for row in self._db.conn.execute(
+                "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+            )
+            if match(row["content"]) or match(row["keywords"])
+        ]
+        audits = [
+            int(row["id"])
+            for row in self._db.conn.execute(
+                "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
+            )
+            if match(row["detail"])
+        ]
+        return memories, audits
+
+    def erase(
+        self,
+        memory_ids: Sequence[int],
+        audit_ids: Sequence[int],
+        *,
+        by: str,
+        via: str,
+        now: datetime,
+    ) -> None:
+        """Erase these memories' text and these audit details, whatever their scope and
+        state (forget everywhere: the owner's purge of a text)."""
+        with self._db.atomic() as conn:
+            if memory_ids:
+                marks = ",".join("?" * len(memory_ids))
+                conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", memory_ids)
+                conn.execute(
+                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+                    f" status = 'forgotten', updated_at = ? WHERE id IN ({marks})",
+                    [iso(now), *memory_ids],
+                )
+                conn.execute(
+                    f"UPDATE memory_audit SET detail = NULL WHERE memory_id IN ({marks})",
+                    memory_ids,
+                )
+                scopes = conn.execute(
+                    f"SELECT id, scope FROM memories WHERE id IN ({marks})", memory_ids
+                ).fetchall()
+                for row in scopes:
+                    self._audit(
+                        conn,
+                        row["id"],
+                        row["scope"],
+                        "forget",
+                        by,
+                        via,
+                        now,
+                        {"erased": [row["id"]]},
+                    )
+            if audit_ids:
+                marks = ",".join("?" * len(audit_ids))
+                conn.execute(
+                    f"UPDATE memory_audit SET detail = NULL WHERE id IN ({marks})", audit_ids
+                )
+            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+
     @contextmanager
     def batch(self) -> Iterator[None]:
         with self._db.atomic():
             yield
         if not self._db.conn.in_transaction:
             self._db.checkpoint()  # a forget inside left the old pages in the WAL
+
+    def compact(self) -> bool:
+        return self._db.vacuum()
 
     def import_(
         self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime

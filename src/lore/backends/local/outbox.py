@@ -9,46 +9,40 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from lore.backends.local.database import Database
 from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
-from lore.ports.reminders import DueReminder, occurrence_key
 
-__all__ = ["LocalOutbox", "reminder_item"]
+__all__ = ["LocalOutbox"]
 
 _COLUMNS = "id, key, scope, channel, kind, payload, status, attempts, created_at, last_error"
-
-
-def reminder_item(due: DueReminder) -> OutboxItem:
-    """A claimed reminder occurrence as an outbox item."""
-    reminder = due.reminder
-    return OutboxItem(
-        id=0,
-        key=occurrence_key(reminder.id, reminder.due_at),
-        scope=reminder.scope,
-        channel=reminder.channel,
-        kind="reminder",
-        payload={
-            "reminder_id": reminder.id,
-            "text": reminder.text,
-            "author": reminder.author,
-            "due_at": reminder.due_at.isoformat(),
-            "timezone": reminder.timezone,
-            "late": due.late,
-            "recurrence": reminder.recurrence,
-            "next_due": due.next_due.isoformat() if due.next_due else None,
-        },
-        status="pending",
-        attempts=0,
-        created_at=due.claimed_at,
-    )
 
 
 class LocalOutbox:
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        rows = self.db.conn.execute("SELECT id, payload, last_error FROM outbox").fetchall()
+        changed = []
+        for row in rows:
+            error = row[2] or ""
+            if not (match(row[1]) or match(error)):
+                continue
+            payload = _map_strings(json.loads(row[1]), redact)
+            text = json.dumps(payload, ensure_ascii=False)
+            changed.append((text, redact(error) if error else row[2], row[0]))
+        if changed and not dry_run:
+            with self.db.atomic() as conn:
+                conn.executemany(
+                    "UPDATE outbox SET payload = ?, last_error = ? WHERE id = ?", changed
+                )
+        return len(changed)
 
     def put(self, item: OutboxItem, *, now: datetime) -> bool:
         with self.db.atomic() as conn:
@@ -178,3 +172,13 @@ def _item(row: sqlite3.Row) -> OutboxItem:
         created_at=datetime.fromtimestamp(row["created_at"], UTC),
         last_error=row["last_error"] or "",
     )
+
+
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_strings(item, change) for key, item in value.items()}
+    return value

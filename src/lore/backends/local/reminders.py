@@ -15,9 +15,16 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from lore.backends.local.database import Database
-from lore.backends.local.outbox import LocalOutbox, reminder_item
+from lore.backends.local.outbox import LocalOutbox
 from lore.errors import InvalidInputError, NotFoundError
-from lore.ports.reminders import LATE_AFTER, MAX_TEXT, DueReminder, Reminder, zone_named
+from lore.ports.reminders import (
+    LATE_AFTER,
+    MAX_TEXT,
+    DueReminder,
+    Reminder,
+    reminder_item,
+    zone_named,
+)
 from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["SQLiteReminderStore"]
@@ -193,6 +200,16 @@ class SQLiteReminderStore:
         return _row(row)
 
     # Last in the class: below it, `list` would name this method, not the builtin.
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        rows = self.db.conn.execute("SELECT id, text FROM reminders").fetchall()
+        changed = [(redact(row[1]), row[0]) for row in rows if match(row[1])]
+        if changed and not dry_run:
+            with self.db.atomic() as conn:
+                conn.executemany("UPDATE reminders SET text = ? WHERE id = ?", changed)
+        return len(changed)
+
     def list(self, scope: str, *, include_done: bool = False, limit: int = 200) -> list[Reminder]:
         """A scope's pending reminders, soonest first; with `include_done`, the rest after."""
         statuses = "" if include_done else "AND status = 'pending' "

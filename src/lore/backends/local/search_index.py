@@ -143,6 +143,24 @@ class SearchIndex:
             )
         return removed > 0
 
+    def entries_matching(self, match: Callable[[str], bool]) -> list[int]:
+        """Entries whose text (or the context embedded with it) `match`es."""
+        rows = self._db.conn.execute("SELECT id, text, context FROM search_entries")
+        return [int(r[0]) for r in rows if match(r[1] or "") or match(r[2] or "")]
+
+    def remove_entries(self, entry_ids: Sequence[int]) -> int:
+        """Drop these entries (text, words and vectors) and merge the word index, so no
+        trace of their text is left in its segments."""
+        with self._db.atomic() as conn:
+            removed = 0
+            for start in range(0, len(entry_ids), 500):
+                chunk = list(entry_ids[start : start + 500])
+                removed += self._delete_where(
+                    conn, f"id IN ({','.join('?' * len(chunk))})", tuple(chunk)
+                )
+            conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
+        return removed
+
     def clear(self, *, requeue_memories: bool = False) -> None:
         """Empty the index (vectors included); optionally queue every active memory again,
         so `sources.catch_up_memories` re-indexes them."""

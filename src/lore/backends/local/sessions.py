@@ -24,7 +24,7 @@ from lore.backends.local.live import LiveSession
 from lore.errors import SessionError
 from lore.files import try_lock
 from lore.keys import key_to_filename
-from lore.ports.sessions import ArchivedSession, FaultHook, SessionMeta
+from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta
 from lore.ports.sessions import LiveSession as LiveSessionPort
 
 __all__ = ["STEPS", "LocalSessions"]
@@ -33,8 +33,7 @@ log = logging.getLogger(__name__)
 
 _KEPT = 256  # live sessions kept loaded
 
-# Points a test can crash at, in order.
-STEPS = ("archive_tmp_written", "archive_written", "index_written", "session_reset")
+STEPS = CLOSE_STEPS  # points a test can crash at, in order
 
 
 class LocalSessions:

@@ -9,9 +9,11 @@ fixed on the command line, so it works without any global git configuration.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from lore.ports.notes import Commit, GitError
@@ -164,6 +166,49 @@ class WorkspaceGit:
 
     def _has_head(self) -> bool:
         return self._run("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
+
+    def rewrite_history(self, redact: Callable[[bytes], bytes], *, dry_run: bool = False) -> int:
+        """Replay the whole history with every file version and message passed through
+        `redact`, into a fresh repository that replaces this one (so no object of the old
+        history survives, not even unreachable). Returns how many blobs and messages
+        changed (would change, with `dry_run`); 0 leaves the repository untouched."""
+        git_dir = self.root / ".git"
+        if not git_dir.is_dir() or shutil.which("git") is None:
+            return 0
+        exported = self._bytes("fast-export", "--all", "--signed-tags=strip")
+        from lore.memory.redaction import redact_fast_export
+
+        stream, changed = redact_fast_export(exported, redact)
+        if not changed or dry_run:
+            return changed
+        head = self._run("symbolic-ref", "-q", "HEAD", check=False).stdout.strip()
+        fresh = self.root / ".git.rewritten"
+        old = self.root / ".git.replaced"
+        shutil.rmtree(fresh, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+        self._bytes("init", "--quiet", "--bare", str(fresh))
+        self._bytes("--git-dir", str(fresh), "fast-import", "--quiet", "--force", stdin=stream)
+        if head:
+            self._bytes("--git-dir", str(fresh), "symbolic-ref", "HEAD", head)
+        self._bytes("--git-dir", str(fresh), "config", "core.bare", "false")
+        os.replace(git_dir, old)
+        os.replace(fresh, git_dir)
+        shutil.rmtree(old, ignore_errors=True)
+        self._run("reset", "--quiet", check=False)  # the index, from the new HEAD
+        return changed
+
+    def _bytes(self, *args: str, stdin: bytes | None = None) -> bytes:
+        done = subprocess.run(
+            ["git", *_IDENTITY, *args],
+            cwd=self.root,
+            input=stdin,
+            capture_output=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip()
+            raise GitError(f"git {args[0]} failed: {detail}")
+        return done.stdout
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(

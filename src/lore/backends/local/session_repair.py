@@ -1,0 +1,140 @@
+"""Finding damaged transcript lines and rebuilding a broken metadata line.
+
+Readers already skip a damaged message line (with a warning naming file and line); this
+is what `lore doctor` reports and repairs. A transcript whose metadata line broke gets a
+new one: an archived transcript from its index entry, a live session from its file name.
+The file as it was is kept under `sessions/damaged/` first, so a repair never loses bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote
+
+from lore.backends.local.archive import SessionArchive, parse_message_line
+from lore.backends.local.live import meta_line, new_session_id
+from lore.files import atomic_write, locked_file
+from lore.keys import key_to_filename
+from lore.ports.sessions import SessionMeta
+
+__all__ = ["TranscriptDamage", "repair_metadata", "scan"]
+
+UNKNOWN_KEY = "recovered:unknown"  # no channel owns it, so nothing leaks into a scope
+
+
+@dataclass(frozen=True)
+class TranscriptDamage:
+    path: Path
+    line: int
+    what: str  # "metadata" | "message"
+    live: bool
+
+
+def scan(sessions_dir: Path, home: Path) -> list[TranscriptDamage]:
+    """Every unreadable line of every live and archived transcript."""
+    archive = SessionArchive(sessions_dir, home)
+    found: list[TranscriptDamage] = []
+    for path in _live_files(sessions_dir):
+        found.extend(_scan_file(path, live=True))
+    for path in archive.transcripts():
+        found.extend(_scan_file(path, live=False))
+    return found
+
+
+def repair_metadata(sessions_dir: Path, home: Path) -> list[str]:
+    """Rebuild every broken metadata line; one sentence per file repaired."""
+    archive = SessionArchive(sessions_dir, home)
+    by_path = {entry.transcript_path: entry for entry in archive.entries()}
+    done: list[str] = []
+    for damage in scan(sessions_dir, home):
+        if damage.what != "metadata":
+            continue
+        raw = damage.path.read_bytes()
+        first, _, rest = raw.partition(b"\n")
+        body = raw if parse_message_line(first) is not None else rest
+        kept = _keep_aside(damage.path, sessions_dir)
+        if damage.live:
+            key = _key_from_filename(damage.path.name)
+            meta = SessionMeta(new_session_id(), key, _now(), _now())
+            with locked_file(sessions_dir / key_to_filename(key, ".lock")):
+                atomic_write(damage.path, meta_line(meta) + body)
+        else:
+            entry = by_path.get(archive.relative(damage.path))
+            if entry is not None:
+                header = {"_type": "metadata", **entry.to_dict()}
+                key = entry.key
+            else:
+                key = UNKNOWN_KEY
+                header = {
+                    "_type": "metadata",
+                    "session_id": new_session_id(),
+                    "key": key,
+                    "slug": "recovered",
+                    "transcript_path": archive.relative(damage.path),
+                }
+            header["metadata"] = {"last_consolidated": 0, "extra": {}}
+            line = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+            atomic_write(damage.path, line + b"\n" + body)
+        done.append(
+            f"{archive.relative(damage.path)}: rebuilt its metadata line (session {key}); "
+            f"the file as it was is kept as {archive.relative(kept)}"
+        )
+    return done
+
+
+def _scan_file(path: Path, *, live: bool) -> list[TranscriptDamage]:
+    found = []
+    try:
+        with path.open("rb") as f:
+            first = f.readline()
+            if not _is_metadata(first):
+                found.append(TranscriptDamage(path, 1, "metadata", live))
+            for number, raw in enumerate(f, start=2):
+                if raw.endswith(b"\n") and raw.strip() and parse_message_line(raw) is None:
+                    found.append(TranscriptDamage(path, number, "message", live))
+    except OSError:
+        pass
+    return found
+
+
+def _is_metadata(line: bytes) -> bool:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("_type") == "metadata"
+        and isinstance(data.get("session_id"), str)
+        and isinstance(data.get("key"), str)
+    )
+
+
+def _live_files(sessions_dir: Path) -> list[Path]:
+    if not sessions_dir.exists():
+        return []
+    return sorted(p for p in sessions_dir.glob("*.jsonl") if p.name != "_sessions.jsonl")
+
+
+def _key_from_filename(name: str) -> str:
+    stem = name.removesuffix(".jsonl")
+    if "~" in stem:  # a long key kept only a hash of itself
+        return UNKNOWN_KEY
+    return unquote(stem)
+
+
+def _keep_aside(path: Path, sessions_dir: Path) -> Path:
+    directory = sessions_dir / "damaged"
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    kept = directory / f"{path.name}.{stamp}"
+    shutil.copy2(path, kept)
+    return kept
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,129 @@
+"""`lore doctor`: check the database and every transcript; `--repair` fixes what it can.
+
+Checking changes nothing. Repairing keeps every damaged file: a damaged database is moved
+aside as `lore.db.damaged-STAMP` after its readable rows were copied into a new
+`lore.db`; a transcript whose metadata line broke is kept under `sessions/damaged/`.
+Run it while no other Lore process is using this home.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lore.cli.common import add_common
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "doctor",
+        help="check the database and transcripts; --repair recovers what can be read",
+        description="Run SQLite's integrity check on lore.db and read every transcript. "
+        "With --repair: copy what can be read out of a damaged database into a new one "
+        "(the damaged file is kept beside it) and rebuild broken transcript metadata lines. "
+        "Exits 1 when something is wrong and was not repaired.",
+    )
+    add_common(parser)
+    parser.add_argument(
+        "--repair", action="store_true", help="recover and repair (damaged files are kept)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lore.config import load_config
+    from lore.logs import configure_logging
+
+    config = load_config(flags={"home": args.home, "model": args.model})
+    configure_logging(config.home)
+    healthy = _database(config.db_path, repair=args.repair)
+    healthy = _transcripts(config.sessions_dir, config.home, repair=args.repair) and healthy
+    return 0 if healthy else 1
+
+
+def _database(path: Path, *, repair: bool) -> bool:
+    from lore.backends.local import repair as db_repair
+
+    health = db_repair.check(path)
+    name = path.name
+    if health.state == "missing":
+        print(f"{name}: not created yet")
+        return True
+    if health.state == "ok":
+        print(f"{name}: ok (integrity check passed)")
+        return True
+    if health.state in ("empty", "foreign"):
+        what = "is empty (0 bytes)" if health.state == "empty" else "is not a SQLite database"
+        if not repair:
+            print(
+                f"{name}: {what}; restore a backup with `lore restore BACKUP`, or run "
+                "`lore doctor --repair` to move it aside and start with an empty one"
+            )
+            return False
+        kept = _move_aside(path)
+        print(f"{name}: {what}; moved aside as {kept.name}; Lore starts with an empty one")
+        return True
+    count = len(health.problems)
+    print(
+        f"{name}: damaged ({count} problem{'s' if count != 1 else ''}), first: {health.problems[0]}"
+    )
+    if not repair:
+        print(
+            f"{name}: run `lore doctor --repair` to copy what can be read into a new "
+            "database (the damaged file is kept)"
+        )
+        return False
+    target = path.with_name(f".{name}.recovering")
+    _remove_database_files(target)
+    recovery = db_repair.recover(path, target)
+    kept = _move_aside(path)
+    target.rename(path)
+    total = sum(recovery.copied.values())
+    print(f"{name}: recovered {total} rows into a new {name}; the damaged file is {kept.name}")
+    for table, count in recovery.copied.items():
+        lost = recovery.lost.get(table, 0)
+        print(f"  {table}: {count} rows" + (f" ({lost} unreadable)" if lost else ""))
+    print("  run `lore index rebuild` to rebuild the search index")
+    return True
+
+
+def _transcripts(sessions_dir: Path, home: Path, *, repair: bool) -> bool:
+    from lore.backends.local import session_repair as transcripts
+
+    damages = transcripts.scan(sessions_dir, home)
+    if not damages:
+        print("transcripts: ok")
+        return True
+    healthy = True
+    for damage in damages:
+        where = damage.path.relative_to(home).as_posix()
+        if damage.what == "message":
+            print(f"{where} line {damage.line}: unreadable message line (skipped when read)")
+        elif not repair:
+            print(f"{where}: unreadable metadata line; `lore doctor --repair` rebuilds it")
+            healthy = False
+    if repair:
+        for line in transcripts.repair_metadata(sessions_dir, home):
+            print(line)
+    return healthy
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename the database (and its WAL, which belongs to it alone) out of the way."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    kept = path.with_name(f"{path.name}.damaged-{stamp}")
+    path.rename(kept)
+    wal = path.with_name(f"{path.name}-wal")
+    if wal.exists():
+        wal.rename(kept.with_name(f"{kept.name}-wal"))
+    path.with_name(f"{path.name}-shm").unlink(missing_ok=True)
+    return kept
+
+
+def _remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,154 @@
+"""The `backend` fixture: every contract test runs once per registered backend.
+
+A backend registers a factory that builds its stores for one test and tears them down:
+
+    @register("postgres")
+    @contextmanager
+    def postgres(tmp_path: Path) -> Iterator[Backend]:
+        ...  # pytest.skip(...) when its server is not there
+        yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
+                      notes=..., reopen=...)  # reopen: the same storage, new connections
+
+Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from lore.ports.memories import MemoryStore
+from lore.ports.notes import HistoryLog, NotesStore
+from lore.ports.outbox import Outbox
+from lore.ports.reminders import ReminderStore
+from lore.ports.search import SearchIndexPort
+from lore.ports.sessions import SessionStore
+
+
+class HashEmbedder:
+    """Character bigrams hashed into 64 dimensions: texts sharing words are near, and no
+    model is loaded. Deterministic across processes (no `hash()`)."""
+
+    name = "contract-hash-64"
+    dim = 64
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self.embed_passages(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            folded = f" {text.casefold()} "
+            for i in range(len(folded) - 1):
+                bucket = zlib.crc32(folded[i : i + 2].encode("utf-8")) % self.dim
+                rows[row, bucket] += 1.0
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows
+
+
+@dataclass
+class Backend:
+    memories: MemoryStore
+    reminders: ReminderStore
+    sessions: SessionStore
+    history: HistoryLog
+    search: SearchIndexPort
+    notes: NotesStore
+    # Every store opened again on the same storage, as another process would open them.
+    reopen: Callable[[], Backend]
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.reminders.outbox
+
+
+Factory = Callable[[Path], AbstractContextManager[Backend]]
+FACTORIES: dict[str, Factory] = {}
+
+
+def register(name: str) -> Callable[[Factory], Factory]:
+    def add(factory: Factory) -> Factory:
+        FACTORIES[name] = factory
+        return factory
+
+    return add
+
+
+@register("fake")
+@contextmanager
+def fake(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.fake.search_index import FakeSearchIndex
+    from lore.backends.fake.sessions import FakeSessions
+    from lore.backends.fake.stores import FakeStores
+
+    stores = FakeStores()
+    search = FakeSearchIndex(HashEmbedder())
+    sessions = FakeSessions()
+
+    def same() -> Backend:  # one process's memory is all the storage there is...
+        return Backend(
+            stores.memories,
+            stores.reminders,
+            sessions.reopened(),  # ...but each process has handles of its own
+            stores.history,
+            search,
+            stores.notes,
+            same,
+        )
+
+    yield same()
+
+
+@register("local")
+@contextmanager
+def local(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.local.database import Database
+    from lore.backends.local.history import History
+    from lore.backends.local.memories import SQLiteMemoryStore
+    from lore.backends.local.notes import LocalNotes
+    from lore.backends.local.outbox import LocalOutbox
+    from lore.backends.local.reminders import SQLiteReminderStore
+    from lore.backends.local.search_index import SearchIndex
+    from lore.backends.local.sessions import LocalSessions
+
+    home = tmp_path / "contract-home"
+    with ExitStack() as opened:
+
+        def open_home() -> Backend:
+            db = Database(home / "lore.db")
+            opened.callback(db.close)
+            return Backend(
+                memories=SQLiteMemoryStore(db),
+                reminders=SQLiteReminderStore(db, LocalOutbox(db)),
+                sessions=LocalSessions(home / "sessions", home),
+                history=History(home / "workspace" / "memory"),
+                search=SearchIndex(db, HashEmbedder()),
+                notes=LocalNotes(home / "workspace"),
+                reopen=open_home,
+            )
+
+        yield open_home()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # At collection, not import: a backend registered after this module loaded counts too.
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", sorted(FACTORIES))
+
+
+@pytest.fixture
+def backend_name() -> str:
+    raise AssertionError("parametrised by pytest_generate_tests")
+
+
+@pytest.fixture
+def backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
+    with FACTORIES[backend_name](tmp_path) as built:
+        yield built
