@@ -20,13 +20,20 @@ $(VENV)/.local: $(VENV)/.core
 	$(PY) -m pip install --quiet -e '.[local]'
 	touch $@
 
-.PHONY: chat test lint check bench bench-scale torture
+.PHONY: chat test lint check bench bench-scale torture chromium
+# The web page's browser test drives Debian's chromium (never a downloaded browser):
+# installed here when missing and we may (root, as in CI); otherwise that test is skipped.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+		>/dev/null 2>&1; } || echo "chromium is not installed: the browser test will be skipped"
+
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
 	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
 	$(VENV)/bin/lore chat
 
-test: $(VENV)/.test
+test: $(VENV)/.test chromium
 	$(PY) -m pytest
 
 lint: $(VENV)/.test

@@ -15,6 +15,8 @@ from typing import Any
 from lore.errors import ConfigError
 
 __all__ = [
+    "ApiClientConfig",
+    "ApiConfig",
     "Config",
     "ConsolidationConfig",
     "DreamConfig",
@@ -100,6 +102,25 @@ class ToolsConfig:
 
 
 @dataclass(frozen=True)
+class ApiClientConfig:
+    """A program allowed into `lore serve`: its token and the scopes it may touch."""
+
+    token: str = ""
+    scopes: tuple[str, ...] = ()  # exact keys, or a prefix ending in "*": "api:*"
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str = ""  # the owner's token; empty: the `api_token` file in LORE_HOME
+    # [api.clients.NAME] tables: token and scopes of each other program.
+    clients: dict[str, ApiClientConfig] = field(
+        default_factory=dict, metadata={"table_of": ApiClientConfig}
+    )
+
+
+@dataclass(frozen=True)
 class RemindersConfig:
     # How often a running chat or `lore serve` looks for reminders another process added.
     poll_seconds: float = 60.0
@@ -137,6 +158,7 @@ class Config:
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
@@ -159,6 +181,10 @@ class Config:
     @property
     def db_path(self) -> Path:
         return self.home / "lore.db"
+
+    @property
+    def api_token_path(self) -> Path:
+        return self.home / "api_token"
 
     @property
     def input_history_path(self) -> Path:
@@ -185,6 +211,9 @@ class Config:
         data["model"] = self.model or self.default_model()
         for key in ("openai_api_key", "anthropic_api_key"):
             data[key] = _redact(data[key])
+        data["api"]["token"] = _redact(data["api"]["token"])
+        for client in data["api"]["clients"].values():
+            client["token"] = _redact(client["token"])
         data["telegram"]["token"] = _redact(data["telegram"]["token"])
         return data
 
@@ -294,9 +323,18 @@ def _build(cls: Any, data: Mapping[str, Any], prefix: str) -> Any:
         default = _default_of(f)
         if is_dataclass(default):
             kwargs[name] = _build(type(default), value, f"{prefix}{name}.")
+        elif "table_of" in f.metadata:
+            kwargs[name] = _tables(f.metadata["table_of"], value, f"{prefix}{name}.")
         else:
             kwargs[name] = _coerce(value, default, f"{prefix}{name}")
     return cls(**kwargs)
+
+
+def _tables(cls: Any, data: Any, prefix: str) -> dict[str, Any]:
+    """A table of named tables (`[api.clients.NAME]`), each one `cls`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"setting {prefix.rstrip('.')!r} must be a table")
+    return {str(name): _build(cls, value, f"{prefix}{name}.") for name, value in data.items()}
 
 
 def _default_of(f: Any) -> Any:

@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     "dream",
     "index",
     "serve",
+    "mcp",
     "bench",
     "config_cmd",
     "doctor",

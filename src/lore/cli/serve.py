@@ -1,18 +1,21 @@
-"""`lore serve`: for now, the reminder scheduler with a log line per delivery.
-
-Later issues add the HTTP API, the web page and the chat channels to this command.
+"""`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP), the
+chat channels (Telegram, when configured) and the background services (reminder
+scheduler, idle close, Dream) in one process.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import socket
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, load_runtime
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -23,12 +26,24 @@ log = logging.getLogger(__name__)
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="run the reminder scheduler (Ctrl+C stops)",
-        description="Run Lore's background services: the reminder scheduler, which delivers "
-        "due reminders into their conversations and logs one line per delivery.",
+        help="run the HTTP API, web page, MCP and reminder scheduler (Ctrl+C stops)",
+        description="Run Lore's gateway on 127.0.0.1:8765 (an OpenAI-compatible chat API, "
+        "the memory REST API with docs at /docs, the web page at /, MCP at /mcp) and its "
+        "background services: the reminder scheduler, which delivers due reminders into "
+        "their conversations and logs one line per delivery, idle-session close and Dream. "
+        "Every request but /health needs the token (see --show-token).",
     )
     add_common(parser)
-    parser.add_argument("--once", action="store_true", help="deliver what is due now, then exit")
+    parser.add_argument("--host", metavar="ADDRESS", help="listen here (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, metavar="N", help="listen on this port (default 8765)")
+    parser.add_argument(
+        "--show-token",
+        action="store_true",
+        help="print the owner's API token (creating it if there is none) and exit",
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="deliver what is due now, then exit (no HTTP)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -36,16 +51,52 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import sys
 
-    lore = load_runtime(args, console_log_level=logging.INFO)
+    from lore.channels.http.auth import ensure_token
+
+    flags = {"api.host": args.host, "api.port": args.port}
+    lore = load_runtime(args, console_log_level=logging.INFO, **flags)
+    if args.show_token:
+        print(ensure_token(lore.config))
+        return 0
+    listener = None if args.once else _listen(lore)
     try:
-        asyncio.run(serve(lore, once=args.once))
+        asyncio.run(serve(lore, once=args.once, listener=listener))
     except KeyboardInterrupt:
         print("lore serve: stopped", file=sys.stderr)
     return 0
 
 
-async def serve(lore: Runtime, *, once: bool = False) -> None:
-    """Run the scheduler, idle close and Dream until stopped (one pass with `once`)."""
+def _listen(lore: Runtime) -> socket.socket:
+    """The listening socket, opened before anything starts so a bad address is one line."""
+    from lore.channels.http.auth import is_loopback, read_token
+    from lore.errors import ConfigError
+
+    host, port = lore.config.api.host, lore.config.api.port
+    if not is_loopback(host) and not read_token(lore.config):
+        raise ConfigError(
+            f"refusing to listen on {host} before a token exists: run "
+            "`lore serve --show-token` first (every request will need it)"
+        )
+    if not 0 < port < 65536:
+        raise ConfigError(f"port {port} is not a TCP port (1-65535)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve(
+    lore: Runtime, *, once: bool = False, listener: socket.socket | None = None
+) -> None:
+    """Run the scheduler, idle close and Dream (and, given a listening socket, the
+    gateway) until stopped; one pass with `once`."""
     import asyncio
     import signal
     import sys
@@ -87,15 +138,22 @@ async def serve(lore: Runtime, *, once: bool = False) -> None:
             await scheduler.run_once()
             await close_idle_sessions(lore)
         else:
-            print(
-                "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
-                file=sys.stderr,
-            )
-            # Idle close, Dream and the chat channels run beside the scheduler and end with it.
+            # Idle close, Dream, the gateway and the chat channels run beside the scheduler
+            # and end with it.
             helpers = [
                 asyncio.create_task(idle_close_forever(lore), name="idle-close"),
                 asyncio.create_task(dream_forever(lore), name="dream"),
             ]
+            server = None if listener is None else _http_server(lore, listener)
+            if server is not None and listener is not None:
+                http = server.serve(sockets=[listener])
+                web = asyncio.create_task(http, name="gateway")
+                # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
+                web.add_done_callback(lambda _: scheduler.stop())
+            print(
+                "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
+                file=sys.stderr,
+            )
             with ExitStack() as channels:
                 if lore.config.telegram.token:
                     from lore.channels.telegram import TelegramChannel
@@ -108,8 +166,34 @@ async def serve(lore: Runtime, *, once: bool = False) -> None:
                 try:
                     await scheduler.run_forever()
                 finally:
+                    if server is not None:
+                        # Let replies in flight finish and the app shut down in order.
+                        server.should_exit = True
+                        await asyncio.gather(web, return_exceptions=True)
                     for task in helpers:
                         task.cancel()
                     await asyncio.gather(*helpers, return_exceptions=True)
     finally:
         await lore.aclose()
+
+
+def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
+    """The gateway's uvicorn server for `listener`, not started yet."""
+    import sys
+
+    import uvicorn
+
+    from lore.channels.http import create_app
+    from lore.channels.http.auth import Clients, ensure_token
+
+    token = ensure_token(lore.config)
+    host, port = lore.config.api.host, listener.getsockname()[1]
+    app = create_app(lore, clients=Clients(token, lore.config), host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", server_header=False)
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"lore serve: http://{shown}:{port}/ (web page), /v1 (OpenAI-compatible), /api, "
+        "/mcp, /docs; token: lore serve --show-token",
+        file=sys.stderr,
+    )
+    return uvicorn.Server(config)

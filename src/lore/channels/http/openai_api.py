@@ -1,0 +1,188 @@
+"""The OpenAI-compatible chat API: `POST /v1/chat/completions` and `GET /v1/models`.
+
+Clients send the whole conversation each time, as they do with any OpenAI server; Lore
+keeps its own session per scope, so only the newest user message is taken in and the
+rest is ignored (taking it again would double the history). The scope is the
+`X-Lore-Session` header, else `api:<user>` from the `user` field, else the client's
+default. Tool calls run inside Lore and are never shown; the reply comes back as a
+`chat.completion`, or as `chat.completion.chunk` server-sent events ending `[DONE]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from lore.channels.http.auth import Client
+from lore.channels.http.context import Gateway, caller, error_response, gateway
+from lore.errors import InvalidInputError
+from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
+
+__all__ = ["router"]
+
+MODEL = "lore"
+
+router = APIRouter(tags=["openai-compatible"])
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, tools, ...: Lore decides those
+    model: str = MODEL
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = None
+
+
+@router.get("/v1/models")
+async def models(client: Annotated[Client, Depends(caller)]) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "lore"}],
+    }
+
+
+@router.post("/v1/chat/completions", response_model=None)
+async def chat_completions(
+    body: ChatRequest,
+    request: Request,
+    client: Annotated[Client, Depends(caller)],
+    x_lore_session: Annotated[str | None, Header()] = None,
+) -> JSONResponse | StreamingResponse:
+    text = _new_user_text(body.messages)
+    user = (body.user or "").strip()
+    scope = client.check(_scope(x_lore_session, user, client))
+    author = user or client.author
+    state = gateway(request)
+    reply = _Reply(state, scope, author, text, client)
+    if body.stream:
+        return StreamingResponse(
+            reply.chunks(body.model),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Lore-Session": scope},
+        )
+    finished = await reply.finish()
+    if isinstance(finished, CommandOutput):  # a slash command that refused: bad input
+        return error_response(400, finished.text)
+    if isinstance(finished, ReplyFailed):
+        return error_response(502, finished.message)
+    return JSONResponse(
+        _completion(reply.id, body.model, finished), headers={"X-Lore-Session": scope}
+    )
+
+
+def _scope(header: str | None, user: str, client: Client) -> str:
+    if header and header.strip():
+        return header.strip()
+    if user:
+        return f"api:{user}"
+    return client.default_scope
+
+
+def _new_user_text(messages: list[ChatMessage]) -> str:
+    last = messages[-1]
+    if last.role != "user":
+        raise InvalidInputError("the last message must be the user's (role 'user')")
+    content = last.content
+    if isinstance(content, list):
+        parts = [str(p.get("text", "")) for p in content if p.get("type") == "text"]
+        content = "\n".join(part for part in parts if part)
+    if not content or not content.strip():
+        raise InvalidInputError("the last user message has no text")
+    return content
+
+
+class _Reply:
+    """One turn's events, consumed either all at once or as a stream of chunks."""
+
+    def __init__(self, state: Gateway, scope: str, author: str, text: str, client: Client) -> None:
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+        self._events: asyncio.Queue[Event | None] = asyncio.Queue()
+        trust: Trust = "owner" if client.is_owner else "guest"
+        task = asyncio.create_task(self._run(state, scope, author, text, trust))
+        # The turn finishes (and is saved) even if the client hangs up mid-reply.
+        state.running.add(task)
+        task.add_done_callback(state.running.discard)
+
+    async def _run(self, state: Gateway, scope: str, author: str, text: str, trust: Trust) -> None:
+        try:
+            await state.turns.send(scope, author, text, self._events.put_nowait, trust=trust)
+        finally:
+            self._events.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[Event]:
+        while (event := await self._events.get()) is not None:
+            yield event
+
+    async def finish(self) -> ReplyFinished | ReplyFailed | CommandOutput:
+        """The reply (a command's output counts as one), or why there is none."""
+        outcome: ReplyFinished | ReplyFailed | CommandOutput = ReplyFailed("Lore gave no reply")
+        async for event in self.events():
+            if isinstance(event, CommandOutput) and event.ok:
+                outcome = ReplyFinished(event.text)
+            elif isinstance(event, ReplyFinished | ReplyFailed | CommandOutput):
+                outcome = event
+        return outcome
+
+    async def chunks(self, model: str) -> AsyncIterator[str]:
+        yield self._chunk(model, {"role": "assistant", "content": ""})
+        async for event in self.events():
+            if isinstance(event, TextDelta) and event.text:
+                yield self._chunk(model, {"content": event.text})
+            elif isinstance(event, ReplyFinished):
+                yield self._chunk(model, {}, finish="stop")
+            elif isinstance(event, CommandOutput) and event.ok:
+                yield self._chunk(model, {"content": event.text})
+                yield self._chunk(model, {}, finish="stop")
+            elif isinstance(event, ReplyFailed | CommandOutput):
+                status, message = (
+                    (400, event.text) if isinstance(event, CommandOutput) else (502, event.message)
+                )
+                error = {"error": {"status": status, "message": message}}
+                yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    def _chunk(self, model: str, delta: dict[str, Any], *, finish: str | None = None) -> str:
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+
+
+def _completion(reply_id: str, model: str, finished: ReplyFinished) -> dict[str, Any]:
+    return {
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": finished.text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": finished.input_tokens,
+            "completion_tokens": finished.output_tokens,
+            "total_tokens": finished.input_tokens + finished.output_tokens,
+        },
+    }

@@ -1,0 +1,35 @@
+"""Sessions over REST: the live one and the closed ones, a transcript exactly as it was
+kept, and a closed session's summary with the way back to its transcript."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from lore.channels.http.memories_api import Scoped
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["sessions"])
+
+
+@router.get("/sessions")
+async def list_sessions(access: Scoped) -> dict[str, Any]:
+    return access.sessions()
+
+
+@router.get("/sessions/{session_id}")
+async def transcript(
+    session_id: str,
+    access: Scoped,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
+    """A session's messages (`live` for the open one), tool calls and results included."""
+    return access.transcript(session_id, offset=offset, limit=limit)
+
+
+@router.get("/sessions/{session_id}/summary")
+async def summary(session_id: str, access: Scoped) -> dict[str, Any]:
+    return access.summary(session_id)

@@ -1,0 +1,259 @@
+"""The web page: see and fix what Lore remembers, with no build step.
+
+Server-rendered Jinja2 and a vendored htmx (static/htmx.min.js, 2.0.11, 0BSD). Log in
+with the token (kept in an HttpOnly, SameSite=Strict cookie); pick a conversation; read
+its memory block exactly as the model sees it; search, add, edit and forget memories
+(with each one's history and the message it came from); set and cancel reminders; read
+sessions and follow a summary to its transcript; chat, with the reply streamed from the
+OpenAI-compatible endpoint. Fragments answer htmx requests; a refused input is shown in
+place, never as a raw error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from lore.channels.http.access import ScopeAccess, known_scopes
+from lore.channels.http.auth import Client, Unauthorized
+from lore.channels.http.context import COOKIE, caller, gateway
+from lore.errors import LoreError
+
+__all__ = ["mount_static", "router"]
+
+_HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=str(_HERE / "templates"))
+
+router = APIRouter(include_in_schema=False)
+
+Scope = Annotated[str | None, Query()]
+
+
+def mount_static(app: FastAPI) -> None:
+    app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
+
+
+def _viewer(request: Request) -> Client | None:
+    try:
+        return caller(request)
+    except Unauthorized:
+        return None
+
+
+Viewer = Annotated[Client | None, Depends(_viewer)]
+Caller = Annotated[Client, Depends(caller)]
+
+
+def _access(request: Request, client: Client, scope: str | None) -> ScopeAccess:
+    return ScopeAccess.open(gateway(request).lore, client, scope)
+
+
+def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    zone = gateway(request).lore.zone
+    context.setdefault("local", lambda stamp: _local(stamp, zone))
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def _local(stamp: Any, zone: Any) -> str:
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return str(stamp)
+    if moment.tzinfo is None:
+        return str(stamp)
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
+# -- pages ------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Response:
+    if viewer is None:
+        return _render(request, "login.html")
+    try:
+        access = _access(request, viewer, scope)
+    except LoreError as exc:
+        scopes = known_scopes(gateway(request).lore, viewer)
+        return _render(request, "forbidden.html", 403, message=str(exc), scopes=scopes)
+    return _render(
+        request,
+        "index.html",
+        scopes=known_scopes(gateway(request).lore, viewer),
+        owner=viewer.is_owner,
+        **_memories_context(access),
+        reminders=access.reminders(),
+        sessions=access.sessions(),
+    )
+
+
+@router.post("/login")
+async def login(request: Request, token: Annotated[str, Form()] = "") -> Response:
+    try:
+        gateway(request).clients.identify(token.strip())
+    except Unauthorized:
+        return _render(request, "login.html", 401, error="That token is not valid.")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/")
+    return response
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+@router.get("/ui/sessions/{session_id}", response_class=HTMLResponse)
+async def transcript(
+    request: Request, session_id: str, viewer: Viewer, scope: Scope = None
+) -> Response:
+    if viewer is None:
+        return RedirectResponse("/", status_code=303)
+    access = _access(request, viewer, scope)
+    page = access.transcript(session_id, limit=1000)
+    summary = None if page["session"]["live"] else access.summary(session_id)
+    return _render(request, "transcript.html", scope=access.scope, page=page, summary=summary)
+
+
+@router.get("/ui/sessions/{session_id}/summary", response_class=HTMLResponse)
+async def summary(
+    request: Request, session_id: str, viewer: Viewer, scope: Scope = None
+) -> Response:
+    if viewer is None:
+        return RedirectResponse("/", status_code=303)
+    access = _access(request, viewer, scope)
+    found = access.summary(session_id)
+    return _render(request, "summary.html", scope=access.scope, summary=found)
+
+
+# -- fragments (htmx) -------------------------------------------------------------------
+
+
+def _memories_context(access: ScopeAccess, error: str = "") -> dict[str, Any]:
+    return {
+        "scope": access.scope,
+        "block": access.block(),
+        "memories": access.memories()["memories"],
+        "memory_error": error,
+    }
+
+
+def _memories(request: Request, access: ScopeAccess, change: Callable[[], object]) -> Response:
+    """Apply `change`, then the memory section; a refusal is shown there, nothing changed."""
+    try:
+        change()
+    except LoreError as exc:
+        return _render(request, "_memories.html", **_memories_context(access, str(exc)))
+    return _render(request, "_memories.html", **_memories_context(access))
+
+
+@router.get("/ui/memories", response_class=HTMLResponse)
+async def memories(request: Request, client: Caller, scope: Scope = None) -> Response:
+    return _memories(request, _access(request, client, scope), lambda: None)
+
+
+@router.post("/ui/memories", response_class=HTMLResponse)
+async def add_memory(
+    request: Request,
+    client: Caller,
+    content: Annotated[str, Form()] = "",
+    kind: Annotated[str, Form()] = "fact",
+    scope: Scope = None,
+) -> Response:
+    access = _access(request, client, scope)
+    return _memories(request, access, lambda: access.remember(content, kind=kind or "fact"))
+
+
+@router.get("/ui/memories/{memory_id}", response_class=HTMLResponse)
+async def memory(request: Request, memory_id: int, client: Caller, scope: Scope = None) -> Response:
+    access = _access(request, client, scope)
+    record = access.memory(memory_id)
+    return _render(
+        request,
+        "_memory.html",
+        scope=access.scope,
+        memory=record,
+        history=access.history(memory_id),
+        source=access.source_message(record),
+    )
+
+
+@router.post("/ui/memories/{memory_id}", response_class=HTMLResponse)
+async def edit_memory(
+    request: Request,
+    memory_id: int,
+    client: Caller,
+    content: Annotated[str, Form()] = "",
+    scope: Scope = None,
+) -> Response:
+    access = _access(request, client, scope)
+    return _memories(request, access, lambda: access.update(memory_id, content))
+
+
+@router.post("/ui/memories/{memory_id}/forget", response_class=HTMLResponse)
+async def forget_memory(
+    request: Request, memory_id: int, client: Caller, scope: Scope = None
+) -> Response:
+    access = _access(request, client, scope)
+    return _memories(request, access, lambda: access.forget(memory_id))
+
+
+@router.get("/ui/search", response_class=HTMLResponse)
+async def search(
+    request: Request, client: Caller, q: Annotated[str, Query()] = "", scope: Scope = None
+) -> Response:
+    access = _access(request, client, scope)
+    results = access.search(q, limit=20) if q.strip() else []
+    return _render(request, "_search.html", scope=access.scope, query=q, results=results)
+
+
+def _reminders(request: Request, access: ScopeAccess, change: Callable[[], object]) -> Response:
+    error = ""
+    try:
+        change()
+    except LoreError as exc:
+        error = str(exc)
+    return _render(
+        request,
+        "_reminders.html",
+        scope=access.scope,
+        reminders=access.reminders(),
+        reminder_error=error,
+    )
+
+
+@router.post("/ui/reminders", response_class=HTMLResponse)
+async def add_reminder(
+    request: Request,
+    client: Caller,
+    text: Annotated[str, Form()] = "",
+    when: Annotated[str, Form()] = "",
+    scope: Scope = None,
+) -> Response:
+    access = _access(request, client, scope)
+    return _reminders(request, access, lambda: access.remind(text, when or None))
+
+
+@router.post("/ui/reminders/{reminder_id}/cancel", response_class=HTMLResponse)
+async def cancel_reminder(
+    request: Request, reminder_id: int, client: Caller, scope: Scope = None
+) -> Response:
+    access = _access(request, client, scope)
+    return _reminders(request, access, lambda: access.cancel_reminder(reminder_id))
+
+
+@router.get("/ui/sessions", response_class=HTMLResponse)
+async def sessions(request: Request, client: Caller, scope: Scope = None) -> Response:
+    access = _access(request, client, scope)
+    return _render(request, "_sessions.html", scope=access.scope, sessions=access.sessions())

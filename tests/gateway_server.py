@@ -1,0 +1,56 @@
+"""A real `lore serve` gateway on 127.0.0.1 (a free port), in a thread, for tests."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import uvicorn
+
+from lore.channels.http import create_app
+from lore.channels.http.auth import Clients
+from lore.runtime import Runtime
+
+OWNER_TOKEN = "owner-token-for-tests"
+
+
+@dataclass
+class Gateway:
+    url: str
+    token: str
+    lore: Runtime
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        """An HTTP client for the gateway, with the owner's token unless told otherwise."""
+        token = self.token if token is None else token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@contextmanager
+def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gateway]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    app = create_app(lore, clients=Clients(token, lore.config))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the gateway did not start")
+        time.sleep(0.01)
+    try:
+        yield Gateway(f"http://127.0.0.1:{port}", token, lore)
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
