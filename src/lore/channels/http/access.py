@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInputError, NotFoundError, SessionError
@@ -236,9 +235,7 @@ class ScopeAccess:
         text = None
         if entry.memory_path:
             try:
-                path = Path(entry.memory_path)  # stored relative to Lore's home
-                path = path if path.is_absolute() else self.lore.config.home / path
-                text = path.read_text(encoding="utf-8")
+                text = (self.lore.config.home / entry.memory_path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = None
         return {
