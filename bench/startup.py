@@ -4,6 +4,9 @@
 
 - `lore --help` wall time (budget ≤ 300 ms) vs `python -c pass` (the interpreter alone).
 - Building a turn's system prompt vs reading the same workspace files raw.
+- A chat's start (recovery of interrupted closes, then a group conversation's system
+  prompt with its recent history) with 10,000 archived sessions and history entries,
+  beside the same start with 10: what is stored must not slow every start.
 """
 
 from __future__ import annotations
@@ -53,6 +56,66 @@ def _context_build(runs: int) -> tuple[list[float], list[float]]:
     return build, raw
 
 
+def _home_with_history(home: Path, sessions: int) -> None:
+    """`sessions` archived sessions (and as many history entries, mostly the owner's) written
+    through Lore's own stores. fsync is skipped while filling: only the reads are timed."""
+    import os
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.history import History
+    from lore.ports.sessions import SessionMeta
+
+    real_fsync = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        archive = SessionArchive(home / "sessions", home)
+        history = History(home / "workspace" / "memory")
+        start = datetime(2024, 1, 1, tzinfo=UTC)
+        for n in range(sessions):
+            moment = start + timedelta(hours=n)
+            stamp = moment.isoformat()
+            meta = SessionMeta(f"{n:08x}" + "0" * 24, "cli:default", stamp, stamp)
+            said = [
+                {
+                    "role": "user",
+                    "content": f"note {n}: the train leaves at nine",
+                    "timestamp": stamp,
+                },
+                {"role": "assistant", "content": "Noted.", "timestamp": stamp},
+            ]
+            entry = archive.write_transcript(
+                meta, said, ended_at=moment, zone=UTC, slug=f"s{n}", reason="new"
+            )
+            archive.append_index(replace(entry, summary="written"))
+            key = "line:group:family" if n % 1000 == 0 else "cli:default"
+            history.append(key, f"summary {n}", now=moment)
+    finally:
+        os.fsync = real_fsync
+
+
+def _chat_start(sessions: int, runs: int) -> tuple[float, float]:
+    """p50 ms of a chat's start: the first after the history was written, and later ones."""
+    from lore.config import load_config
+    from lore.llm.scripted import ScriptedProvider
+    from lore.runtime import build
+    from lore.sessions.closing import recover_interrupted
+
+    with tempfile.TemporaryDirectory() as home:
+        _home_with_history(Path(home), sessions)
+        samples = []
+        for _ in range(runs + 1):
+            config = load_config(env={"LORE_HOME": home}, flags={"model": "scripted"})
+            lore = build(config, provider=ScriptedProvider())
+            began = time.perf_counter()
+            recover_interrupted(lore)
+            lore.conversation("line:group:family", emit=lambda event: None).system_prompt()
+            samples.append((time.perf_counter() - began) * 1000)
+            asyncio.run(lore.aclose())
+    return samples[0], statistics.median(samples[1:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
@@ -62,7 +125,13 @@ def main() -> None:
     python = _time_command([sys.executable, "-c", "pass"], args.runs)
     helped = _time_command([sys.executable, "-m", "lore", "--help"], args.runs)
     build, raw = _context_build(args.runs * 20)
+    small_first, small = _chat_start(10, args.runs)
+    large_first, large = _chat_start(10_000, args.runs)
     figures = {
+        "chat_start_10_sessions_p50_ms": small,
+        "chat_start_10000_sessions_p50_ms": large,
+        "chat_start_10_sessions_first_ms": small_first,
+        "chat_start_10000_sessions_first_ms": large_first,
         "help_p50_ms": statistics.median(helped),
         "python_p50_ms": statistics.median(python),
         "context_build_p50_ms": statistics.median(build),
@@ -80,6 +149,11 @@ def main() -> None:
     print(
         f"  baseline: raw read of workspace files {figures['raw_file_read_p50_ms']:7.3f} ms   "
         f"ratio {figures['context_build_p50_ms'] / figures['raw_file_read_p50_ms']:.1f}x"
+    )
+    print(f"chat start, 10,000 archived sessions  p50 {large:7.1f} ms   (first {large_first:.1f})")
+    print(
+        f"  baseline: 10 archived sessions      p50 {small:7.1f} ms   (first {small_first:.1f})"
+        f"   ratio {large / small:.1f}x"
     )
 
 

@@ -356,3 +356,19 @@ async def test_a_second_dream_at_the_same_time_is_refused(
             await _cli(lore).send("/dream")
         ).text == "Dream is already running on this workspace"
     assert model.requests == []
+
+
+async def test_serve_does_not_print_a_dream_with_nothing_new(
+    lore: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At INFO (what `lore serve` prints) a quiet Dream says nothing: it read as an error."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="lore.memory.dream")
+    task = asyncio.create_task(dream_forever(lore, interval=3600))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert not [
+        r for r in caplog.records if r.levelno >= logging.INFO and "Nothing new" in r.message
+    ]

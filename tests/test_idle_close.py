@@ -148,3 +148,29 @@ async def test_the_first_turn_after_an_idle_close_knows_where_the_past_is(
     assert "# Archived Context Summary" in system
     assert f'session_history(session_id="{old_id}")' in system
     await lore.background.drain()
+
+
+async def test_the_first_turn_after_an_idle_close_sees_how_the_session_ended(
+    lore: Runtime, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    """`lore chat -m` right after an idle close runs before the summary is written: the
+    turn gets the previous session's last messages instead of nothing."""
+    import io
+
+    from lore.channels.terminal import run_once
+
+    _talk(lore, KEY, "I go to Hualien on Friday", "Book the 9:10 train for me")
+    clock.advance(minutes=31)
+    seen: list[str] = []
+
+    def answer(request: ChatRequest) -> Step | str:
+        if request.system == SUMMARY_PROMPT:
+            return "{}"
+        seen.append(request.system)
+        return "Which day?"
+
+    model.default = answer
+    assert await run_once(lore, KEY, "what did I ask you?", out=io.StringIO(),
+                          err=io.StringIO()) == 0  # fmt: skip
+    (system,) = seen
+    assert "<archived_summary>" in system and "Book the 9:10 train for me" in system

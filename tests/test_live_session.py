@@ -164,3 +164,10 @@ def test_killing_a_writer_mid_run_leaves_every_earlier_message_readable(tmp_path
     numbers = [int(m["content"].split("-")[1]) for m in session.messages]
     assert len(numbers) >= 21
     assert numbers == list(range(len(numbers)))
+
+
+def test_lock_files_stay_out_of_the_sessions_directory(tmp_path: Path) -> None:
+    for key in ("cli:default", "telegram:42", "line:group:家族"):
+        LiveSession(tmp_path, key).append([{"role": "user", "content": "hi"}])
+    assert not list(tmp_path.glob("*.lock"))
+    assert len(list((tmp_path / ".locks").glob("*.lock"))) == 3

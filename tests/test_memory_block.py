@@ -178,3 +178,9 @@ def test_the_guide_explains_how_memory_works() -> None:
         "password",
     ):
         assert phrase in MEMORY_GUIDE
+
+
+def test_an_expiry_at_local_midnight_says_the_day_before(store: MemoryStore) -> None:
+    # Taipei midnight starting 2026-12-03: the memory applies through 2026-12-02.
+    note(store, "Mom visits", expires_at=datetime(2026, 12, 2, 16, tzinfo=UTC))
+    assert "until 2026-12-02)" in block(store).text

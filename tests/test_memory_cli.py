@@ -191,3 +191,25 @@ def test_an_expiry_already_past_is_refused_rather_than_stored_unseen(
 ) -> None:
     assert_one_line_error(*run(capsys, "add", "x", "--expires", "2020-01-01"), "already past")
     assert run(capsys, "export")[1] == ""
+
+
+def test_the_model_sees_the_expiry_date_the_user_typed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(capsys, "add", "Mom visits this week", "--expires", "2099-12-02")
+    monkeypatch.setenv("LORE_MODEL", "scripted")
+    assert main(["chat", "-m", "/memory"]) == 0
+    block = capsys.readouterr().out
+    assert "until 2099-12-02)" in block and "2099-12-03" not in block
+
+
+def test_forget_and_export_take_json(capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "add", "John lives in Hualien")
+    run(capsys, "add", "我每天早上喝美式咖啡")
+    code, out, _ = run(capsys, "export", "--json")
+    assert code == 0 and [r["content"] for r in json.loads(out)] == [
+        "John lives in Hualien",
+        "我每天早上喝美式咖啡",
+    ]
+    code, out, _ = run(capsys, "forget", "1", "--json")
+    assert code == 0 and json.loads(out) == {"forgotten": 1, "erased_versions": [1]}

@@ -92,7 +92,7 @@ def test_sessions_show_an_unknown_id_is_one_clear_line(
     _archive(lore)
     assert main(["sessions", "show", "ffffffff"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("lore: no closed session 'ffffffff'") and err.count("\n") == 1
+    assert err.startswith("lore: no session 'ffffffff', closed or live") and err.count("\n") == 1
 
 
 def test_lore_dream_with_nothing_new(capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,3 +131,20 @@ def test_help_lists_sessions_and_dream(capsys: pytest.CaptureFixture[str]) -> No
         main(["--help"])
     out = capsys.readouterr().out
     assert "sessions" in out and "dream" in out
+
+
+def test_sessions_show_reads_the_live_session_by_its_id(
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = lore.session(KEY)
+    session.append(TURN)
+    short = session.meta.session_id[:8]
+    assert main(["sessions", "show", short]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Session {session.meta.session_id} · {KEY} · live · 4 messages")
+    assert "花莲天气？" in out and "晴天。" in out
+    assert main(["sessions", "show", short, "--json", "--offset", "-1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["session"]["live"] is True and data["messages"][0]["content"] == "晴天。"
+    assert main(["sessions", "show", "ffffffff"]) == 1
+    assert "no session 'ffffffff', closed or live" in capsys.readouterr().err

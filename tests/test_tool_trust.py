@@ -299,3 +299,10 @@ async def test_a_members_turn_counts_only_the_tool_schemas_it_was_offered(
     expected = fresh.count_messages([user], request.system) + fresh.count(offered)
     assert "exec" not in offered
     assert abs(turn.fixed_tokens - expected) <= 10  # the user line's timestamp and channel
+
+
+def test_a_tools_number_out_of_range_is_one_clear_config_error(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("[tools]\nexec_timeout = 0\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'tools.exec_timeout' is 0.0; it must be between"):
+        load_config(env={"LORE_HOME": str(home)})

@@ -341,3 +341,14 @@ async def test_a_refused_oversized_request_shrinks_the_next_window(
     await conversation.send("and again")
     sent_after = len([r for r in model.requests if r.system.startswith(IDENTITY)][-1].messages)
     assert sent_after < sent_before
+
+
+def test_the_templates_note_to_the_user_is_not_sent_once_the_file_has_content(
+    lore: Runtime,
+) -> None:
+    from lore.ports.notes import template
+
+    path = lore.workspace.root / "USER.md"
+    path.write_text(template("USER.md") + "\n- John lives in Hualien.\n", encoding="utf-8")
+    (user,) = [f for f in lore.workspace.bootstrap() if f.name == "USER.md"]
+    assert user.content == "# User\n\n- John lives in Hualien."

@@ -28,6 +28,7 @@ __all__ = [
     "TelegramConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
+    "check",
     "default_home",
     "load_config",
     "parse_model",
@@ -289,6 +290,7 @@ def load_config(
     config: Config = _build(Config, {"home": home, **values}, "")
     if config.model:
         parse_model(config.model)
+    check(config)
     return replace(config, timezone=config.timezone.lstrip(":"))
 
 
@@ -296,6 +298,68 @@ def inherited_environment() -> dict[str, str]:
     """The environment Lore runs in, as the base of a command the exec tool starts (which
     strips every key and token from it first)."""
     return dict(os.environ)
+
+
+# Each number setting with the range it must fall in: (lowest, highest, what it means).
+# A value outside gets one line naming the setting and the range, before anything runs.
+_RANGES: dict[str, tuple[float, float, str]] = {
+    "context_window": (0, 10_000_000, "0 (the model's own) or at least 2048 tokens"),
+    "max_tool_rounds": (1, 100, "between 1 and 100"),
+    "max_output_tokens": (64, 1_000_000, "at least 64 tokens"),
+    "request_timeout": (1, 3600, "between 1 and 3600 seconds"),
+    "max_retries": (0, 20, "between 0 and 20"),
+    "memory.budget_chars": (200, 100_000, "between 200 and 100000 characters"),
+    "consolidation.threshold": (0.1, 0.95, "a share of the history budget, 0.1 to 0.95"),
+    "consolidation.target": (0.05, 0.9, "a share of the history budget, 0.05 to 0.9"),
+    "consolidation.idle_minutes": (0, 525_600, "0 (never) or a number of minutes"),
+    "consolidation.max_chunk_tokens": (500, 1_000_000, "at least 500 tokens"),
+    "consolidation.max_failures": (1, 100, "between 1 and 100"),
+    "session_memory.min_user_messages": (0, 1000, "0 or more"),
+    "dream.interval_hours": (0, 8760, "0 (never) or a number of hours"),
+    "dream.max_rounds": (1, 100, "between 1 and 100"),
+    "dream.max_tokens": (1000, 10_000_000, "at least 1000 tokens"),
+    "dream.max_entries": (1, 100_000, "at least 1"),
+    "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
+    "telegram.poll_seconds": (0, 600, "between 0 and 600 seconds"),
+    "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
+    "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
+    "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
+}
+_MIN_CONTEXT_WINDOW = 2048
+_MAX_USER_NAME = 80
+
+
+def check(config: Config) -> None:
+    """Refuse settings that would run but do harm: a negative budget, a window too small
+    to hold the prompt, a consolidation target above its threshold, a name that could
+    start a line of its own in the prompt."""
+    for dotted, (low, high, meaning) in _RANGES.items():
+        value = _get_dotted(config, dotted)
+        if not low <= value <= high:
+            raise ConfigError(f"setting {dotted!r} is {value!r}; it must be {meaning}")
+    if 0 < config.context_window < _MIN_CONTEXT_WINDOW:
+        meaning = _RANGES["context_window"][2]
+        raise ConfigError(
+            f"setting 'context_window' is {config.context_window}; it must be {meaning}"
+        )
+    if config.consolidation.target >= config.consolidation.threshold:
+        raise ConfigError(
+            "setting 'consolidation.target' must be below 'consolidation.threshold' "
+            f"(now {config.consolidation.target} and {config.consolidation.threshold})"
+        )
+    name = config.user_name
+    if not name.strip() or len(name) > _MAX_USER_NAME or not name.isprintable() or "<" in name:
+        raise ConfigError(
+            f"setting 'user_name' (or LORE_USER) must be one line of at most {_MAX_USER_NAME} "
+            "printable characters, without '<'"
+        )
+
+
+def _get_dotted(config: Config, dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def with_overrides(config: Config, **changes: Any) -> Config:

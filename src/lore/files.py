@@ -75,6 +75,7 @@ def cut_torn_tail(path: Path) -> int:
 @contextmanager
 def locked_file(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if missing) across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+b") as handle:
         _lock(handle.fileno())
         try:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from lore import __version__
 from lore.errors import LoreError
@@ -34,8 +35,15 @@ SUBCOMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lore",
         description="Lore: a personal AI assistant with layered long-term memory.",
         epilog="Run `lore COMMAND --help` for a command's options.",
@@ -73,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A home, file or directory the system refused: say which, in one line.
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"lore: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except Exception as exc:
         damage = _database_damage(exc)
         if damage is None:

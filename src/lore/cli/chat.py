@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from lore.channels.terminal import run_interactive, run_once
     from lore.tools.project import resolve_project
 
+    if args.message is not None and not args.message.strip():
+        from lore.errors import InvalidInputError
+
+        raise InvalidInputError("the message is empty; nothing was sent")
     project = resolve_project(args.project) if args.project else None
     lore = load_runtime(args)
 

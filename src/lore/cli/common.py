@@ -18,6 +18,7 @@ __all__ = [
     "load_runtime",
     "print_json",
     "runtime",
+    "session_key",
     "show_usage",
 ]
 
@@ -35,9 +36,25 @@ def add_session(parser: argparse.ArgumentParser) -> None:
         "--scope",
         dest="session",
         default="cli:default",
+        type=session_key,
         metavar="KEY",
         help="conversation key (default: cli:default)",
     )
+
+
+_MAX_KEY = 200
+
+
+def session_key(text: str) -> str:
+    """A conversation key from the command line: one printable line, not empty."""
+    key = text.strip()
+    if not key:
+        raise argparse.ArgumentTypeError("a session key cannot be empty")
+    if not key.isprintable() or len(key) > _MAX_KEY:
+        raise argparse.ArgumentTypeError(
+            f"a session key is one line of at most {_MAX_KEY} printable characters"
+        )
+    return key
 
 
 def add_scoped(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
@@ -64,6 +81,9 @@ def load_runtime(
     values = {"home": getattr(args, "home", None), "model": getattr(args, "model", None), **flags}
     config = load_config(flags=values)
     configure_logging(config.home, console_level=console_log_level)
+    from lore.config_file import write_if_missing
+
+    write_if_missing(config.config_path)  # first run: every setting, commented, to look at
     return build(config)
 
 

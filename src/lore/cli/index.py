@@ -93,6 +93,12 @@ def _stats(args: argparse.Namespace) -> int:
     for kind, count in stats.entries.items():
         print(f"{plural.get(kind, kind + ':'):<18}{count}")
     print(f"{'scopes:':<18}{stats.scopes}")
-    print(f"{'vectors:':<18}{stats.vectors} ({stats.pending_vectors} waiting)")
+    # Waiting: entries without a vector, and memories (an import) not even indexed yet.
+    waiting = stats.pending_vectors + stats.queued_memories
+    print(f"{'vectors:':<18}{stats.vectors} ({waiting} waiting)")
+    if waiting:
+        print(
+            f"{'':<18}searched by words only until `lore serve` or `lore index rebuild` embeds them"
+        )
     print(f"{'embedder:':<18}{stats.embedder or '(none yet)'}")
     return 0

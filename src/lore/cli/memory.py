@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
     forget = actions.add_parser("forget", help="erase a memory and its history by id")
     forget.add_argument("id", metavar="ID", help="the memory's number (e.g. 12 or #12)")
     add_everywhere_flags(forget)
-    add_scoped(forget, json_flag=False)
+    add_scoped(forget, json_flag=True)
     forget.set_defaults(func=_forget)
 
     search = actions.add_parser(
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
 
     export = actions.add_parser("export", help="write active memories as JSON Lines")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    add_scoped(export, json_flag=False)
+    add_scoped(export, json_flag=True)
     export.set_defaults(func=_export)
 
     imports = actions.add_parser("import", help="read JSON Lines from `export`; all or nothing")
@@ -139,14 +139,20 @@ def _forget(args: argparse.Namespace) -> int:
         erased = lore.memory.forget(
             args.session, int(text), by=lore.config.user_name, via="cli", now=lore.clock.now()
         )
+    if args.json:
+        print_json({"forgotten": int(text), "erased_versions": erased})
+        return 0
     older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
     print(f"Forgot #{text}{older}.")
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
     from lore.search import format_hits, searcher
 
+    if not args.query.strip():
+        raise InvalidInputError("a search needs some words")
     with runtime(args) as lore:
         # The same hybrid search as the model's memory_search: memories, notes and
         # archived sessions of this conversation, by words and by meaning.
@@ -163,7 +169,13 @@ def _search(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     with runtime(args) as lore:
         lines = lore.memory.export(args.session)
-    text = "".join(line + "\n" for line in lines)
+    if args.json:  # one JSON array instead of JSON Lines
+        import json
+
+        text = json.dumps([json.loads(line) for line in lines], ensure_ascii=False, indent=2)
+        text += "\n"
+    else:
+        text = "".join(line + "\n" for line in lines)
     if args.output:
         from pathlib import Path
 

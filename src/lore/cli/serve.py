@@ -1,6 +1,6 @@
 """`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP), the
 chat channels (Telegram, when configured) and the background services (reminder
-scheduler, idle close, Dream) in one process.
+scheduler, idle close, Dream, embedding what the search index is still missing) in one process.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
         description="Run Lore's gateway on 127.0.0.1:8765 (an OpenAI-compatible chat API, "
         "the memory REST API with docs at /docs, the web page at /, MCP at /mcp) and its "
         "background services: the reminder scheduler, which delivers due reminders into "
-        "their conversations and logs one line per delivery, idle-session close and Dream. "
+        "their conversations and logs one line per delivery, idle-session close, Dream, and "
+        "embedding search entries still waiting for a vector. "
         "Every request but /health needs the token (see --show-token).",
     )
     add_common(parser)
@@ -131,6 +132,7 @@ async def serve(
     except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
         pass
     from lore.memory.dream import dream_forever
+    from lore.search import embed_backlog_forever
     from lore.sessions.closing import close_idle_sessions, idle_close_forever
 
     try:
@@ -143,6 +145,7 @@ async def serve(
             helpers = [
                 asyncio.create_task(idle_close_forever(lore), name="idle-close"),
                 asyncio.create_task(dream_forever(lore), name="dream"),
+                asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
             server = None if listener is None else _http_server(lore, listener)
             if server is not None and listener is not None:
@@ -151,7 +154,8 @@ async def serve(
                 # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
                 web.add_done_callback(lambda _: scheduler.stop())
             print(
-                "lore serve: reminders, idle-session close and Dream running; Ctrl+C stops",
+                "lore serve: reminders, idle-session close, Dream and search embedding running; "
+                "Ctrl+C stops",
                 file=sys.stderr,
             )
             with ExitStack() as channels:

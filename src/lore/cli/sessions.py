@@ -1,11 +1,15 @@
-"""`lore sessions list|show`: closed sessions from the exact archive, and their messages."""
+"""`lore sessions list|show`: closed sessions from the exact archive, and their messages
+(`show` also reads the live session by its id)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, load_runtime, print_json
+from lore.cli.common import add_common, load_runtime, print_json, session_key
+
+if TYPE_CHECKING:
+    from lore.runtime import Runtime
 
 __all__ = ["register"]
 
@@ -24,7 +28,12 @@ def register(subparsers: Any) -> None:
     )
     add_common(listing)
     listing.add_argument(
-        "--session", "--scope", dest="session", metavar="KEY", help="only this conversation"
+        "--session",
+        "--scope",
+        dest="session",
+        type=session_key,
+        metavar="KEY",
+        help="only this conversation",
     )
     listing.add_argument("--slug", metavar="TEXT", help="only slugs containing TEXT")
     listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
@@ -67,6 +76,35 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
+    """The live (not yet archived) session whose id starts with `wanted`."""
+    from lore.errors import SessionError
+    from lore.sessions.tools import render_message
+
+    sessions = [lore.session(key) for key in lore.sessions.live_keys()]
+    found = [s for s in sessions if s.meta.session_id.startswith(wanted) and s.messages]
+    if len(found) != 1:
+        what = "no" if not found else "more than one"
+        raise SessionError(
+            f"{what} session {args.session_id!r}, closed or live; see `lore sessions list` "
+            "(and /status in a chat for the live one)"
+        )
+    session = found[0]
+    total = len(session.messages)
+    start = args.offset if args.offset >= 0 else max(total + args.offset, 0)
+    end = total if not args.limit else min(total, start + max(args.limit, 0))
+    messages = session.messages[start:end]
+    if args.json:
+        meta = {"session_id": session.meta.session_id, "key": session.key, "live": True}
+        print_json({"session": meta, "offset": start, "messages": messages})
+        return 0
+    print(f"Session {session.meta.session_id} · {session.key} · live · {total} messages")
+    for number, message in enumerate(messages, start=start):
+        print()
+        print(render_message(number, message, lore.zone))
+    return 0
+
+
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
     from lore.sessions.tools import Page, render_message
@@ -74,9 +112,11 @@ def _show(args: argparse.Namespace) -> int:
     lore = load_runtime(args)
     archive = lore.sessions.archive
     wanted = args.session_id.strip().lower()
+    if not wanted:
+        raise SessionError("a session id is needed; see `lore sessions list`")
     matches = [e for e in archive.entries() if e.session_id.startswith(wanted)]
     if not matches:
-        raise SessionError(f"no closed session {args.session_id!r}; see `lore sessions list`")
+        return _show_live(lore, args, wanted)
     if len(matches) > 1:
         ids = ", ".join(e.session_id[:12] for e in matches[:5])
         raise SessionError(f"session id {args.session_id!r} is ambiguous ({ids})")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from lore.cli.common import add_common, print_json, show_usage
+from lore.cli.common import add_common, load_runtime, print_json, show_usage
 
 __all__ = ["register"]
 
@@ -28,10 +28,9 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from lore.config import load_config
     from lore.tools.skills import load_skills
 
-    config = load_config(flags={"home": args.home, "model": args.model})
+    config = load_runtime(args).config
     skills = load_skills(config.workspace)
     if args.json:
         print_json(

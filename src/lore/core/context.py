@@ -9,6 +9,7 @@ owner's conversations see them.
 
 from __future__ import annotations
 
+import html
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
@@ -72,5 +73,7 @@ def runtime_context(ctx: ToolContext, zone: tzinfo) -> str:
         f"(UTC{local:%z})\n"
         f"- Channel: {ctx.channel}\n"
         f"- Conversation: {ctx.scope}\n"
-        f"- Speaking: {ctx.author}"
+        # Who speaks is data from outside (a setting, a channel's user name): one line,
+        # escaped like the memory block's authors, so it cannot close a block.
+        f"- Speaking: {html.escape(' '.join(ctx.author.split()), quote=False)}"
     )

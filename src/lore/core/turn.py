@@ -22,7 +22,7 @@ from lore.core.context import ContextBuilder
 from lore.core.loop import TurnResult, run_tool_loop
 from lore.core.tools import ToolContext
 from lore.core.window import history_window
-from lore.errors import BadRequestError, LoreError
+from lore.errors import BadRequestError, LoreError, ProviderResponseError
 from lore.events import Emit, Event, Inbound, Notice, ReplyFailed, TextDelta
 from lore.llm.base import Message
 
@@ -142,6 +142,13 @@ class TurnRunner:
                     now_iso=now_iso,
                     on_round=rounds.extend,
                 )
+                if not result.text.strip():
+                    # Nothing to show (tool rounds used up, or an empty answer): a failed
+                    # turn, never an empty reply stored as if the model had answered.
+                    after = f" after {result.rounds} tool rounds" if result.rounds else ""
+                    raise ProviderResponseError(
+                        f"{provider.name} gave no reply{after}; try again or rephrase"
+                    )
             except asyncio.CancelledError:
                 if self.stopping and draft.text:
                     session.append([*rounds, _interrupted(draft.text, now_iso)])

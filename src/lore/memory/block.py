@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
 from lore.ports.memories import Memory, MemoryStore
 from lore.text import display_width
@@ -100,7 +100,10 @@ def memory_line(memory: Memory, zone: tzinfo) -> str:
     """`#12 [profile] John lives in Hualien (noted by John, 2026-11-03)`."""
     noted = f"noted by {_data(memory.author)}, {memory.updated_at.astimezone(zone):%Y-%m-%d}"
     if memory.expires_at is not None:
-        noted += f", until {memory.expires_at.astimezone(zone):%Y-%m-%d}"
+        # Expiry is the first moment it no longer applies (a date given as the last day
+        # is stored as the next midnight): "until" names the last day it does.
+        last = memory.expires_at.astimezone(zone) - timedelta(microseconds=1)
+        noted += f", until {last:%Y-%m-%d}"
     return f"#{memory.id} [{_data(memory.kind)}] {_data(memory.content)} ({noted})"
 
 

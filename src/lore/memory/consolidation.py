@@ -98,7 +98,7 @@ async def maybe_consolidate(
     lore: ConsolidationServices, session: LiveSession, *, system_tokens: int
 ) -> Consolidation | None:
     """Run at most one consolidation pass on `session`; None when none was needed."""
-    lock = lore.config.sessions_dir / key_to_filename(session.key, ".consolidating.lock")
+    lock = lore.config.sessions_dir / ".locks" / key_to_filename(session.key, ".consolidating.lock")
     with try_lock(lock) as free:
         if not free:
             return None  # another process is on it; the next turn looks again

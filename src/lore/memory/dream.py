@@ -181,7 +181,9 @@ async def dream_forever(lore: DreamServices, interval: float | None = None) -> N
         await asyncio.sleep(max(0.0, last + seconds - time.time()))
         try:
             result = await run_dream(lore)
-            log.info("dream: %s", result.describe())
+            # "Nothing new" is the usual answer, not news: printed, it read as an error.
+            level = logging.DEBUG if result.status == "nothing-new" else logging.INFO
+            log.log(level, "dream: %s", result.describe())
         except DreamBusy:
             log.info("dream: another run is in progress")
         except Exception:  # keep serving; the next round retries

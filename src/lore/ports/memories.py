@@ -47,7 +47,6 @@ MAX_KEYWORDS = 20
 MAX_KEYWORD = 50
 _MAX_AUTHOR = 80
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id cannot name any memory
-_KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -153,8 +152,8 @@ def make_draft(
             "keep one durable fact per memory"
         )
     kind = kind.strip().lower()
-    if not _KIND.fullmatch(kind):
-        raise InvalidInputError(f"kind must be one short word, such as {', '.join(KINDS)}")
+    if kind not in KINDS:
+        raise InvalidInputError(f"kind must be one of {', '.join(KINDS)}")
     words = clean_keywords(keywords)
     reason = find_secret(" ".join((text, *words)))
     if reason is not None:

@@ -123,7 +123,9 @@ class SearchIndexPort(Protocol):
         batch: int = 16,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> int: ...
+        since: float | None = None,
+    ) -> int:
+        """Embed entries without a vector (only those dated `since` or later)."""
 
     def text_search(
         self, scopes: Sequence[str], query: str, *, limit: int, now: float

@@ -16,6 +16,7 @@ from lore.reminders.when import format_local, parse_when, zone_name
 from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = [
+    "AlreadySet",
     "DueReminder",
     "Reminder",
     "ReminderStore",
@@ -24,6 +25,16 @@ __all__ = [
     "format_local",
     "parse_when",
 ]
+
+
+class AlreadySet(InvalidInputError):
+    """The same text at the same time (and recurrence) is already pending in the scope: a
+    model that loops, or a user who asks twice, gets the one reminder, not ten."""
+
+    def __init__(self, reminder: Reminder) -> None:
+        at = format_local(reminder.due_at, reminder.zone)
+        super().__init__(f"reminder #{reminder.id} is already set for {at}; nothing changed")
+        self.reminder = reminder
 
 
 def create_reminder(
@@ -61,6 +72,12 @@ def create_reminder(
             if first is None:
                 raise InvalidInputError(f"recurrence {schedule.text!r} never fires")
     assert first is not None
+    canonical = schedule.text if schedule else None
+    for pending in store.list(scope):
+        same_text = " ".join(pending.text.split()).casefold() == " ".join(text.split()).casefold()
+        same_time = abs((pending.due_at - first).total_seconds()) < 1  # stored to the second
+        if same_text and same_time and pending.recurrence == canonical:
+            raise AlreadySet(pending)
     return store.add(
         scope,
         author,

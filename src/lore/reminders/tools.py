@@ -61,23 +61,26 @@ class SetReminder:
         self._zone = zone
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        from lore.reminders import create_reminder, in_words
+        from lore.reminders import AlreadySet, create_reminder, in_words
         from lore.reminders.when import format_local
 
         text = required_str(args, "text")
         when, recurrence = optional_str(args, "when"), optional_str(args, "recurrence")
-        reminder = create_reminder(
-            self._store,
-            scope=ctx.scope,
-            author=ctx.author,
-            text=text,
-            when=when,
-            recurrence=recurrence,
-            now=ctx.now,
-            zone=_zone(ctx, self._zone),
-            channel=ctx.channel,
-            session_id=ctx.session_id,
-        )
+        try:
+            reminder = create_reminder(
+                self._store,
+                scope=ctx.scope,
+                author=ctx.author,
+                text=text,
+                when=when,
+                recurrence=recurrence,
+                now=ctx.now,
+                zone=_zone(ctx, self._zone),
+                channel=ctx.channel,
+                session_id=ctx.session_id,
+            )
+        except AlreadySet as exc:
+            return f"Already set: {exc}."
         at = format_local(reminder.due_at, reminder.zone)
         ctx.notices.append(f"⏰ reminder #{reminder.id} set for {at}")
         result = f"Reminder #{reminder.id} set for {at}, {in_words(reminder.due_at - ctx.now)}"

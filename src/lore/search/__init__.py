@@ -10,11 +10,12 @@ cheap; numpy and the model load on first use.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 import weakref
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -29,8 +30,15 @@ if TYPE_CHECKING:
     from lore.ports.sessions import SessionStore
     from lore.search.hybrid import Hit, Mode
 
-__all__ = ["LoreSearch", "format_hits", "index_after_turn", "searcher"]
+__all__ = [
+    "LoreSearch",
+    "embed_backlog_forever",
+    "format_hits",
+    "index_after_turn",
+    "searcher",
+]
 
+_DAILY_NOTE = re.compile(r"(?:^|/)\d{4}-\d{2}-\d{2}\.md$")
 # Notes and the archive are re-checked at most this often (a few stats each time).
 _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
@@ -127,13 +135,14 @@ class LoreSearch:
         moment = now or self._lore.clock.now()
         return search(self.index, query, self.scopes_for(scope), now=moment, limit=limit, mode=mode)
 
-    def embed_pending(self, limit: int | None = None) -> int:
-        """Embed entries still without a vector (blocking); returns how many."""
-        return self.index.embed_pending(limit=limit)
+    def embed_pending(self, limit: int | None = None, *, since: float | None = None) -> int:
+        """Embed entries still without a vector (blocking; only those dated `since` or
+        later); returns how many."""
+        return self.index.embed_pending(limit=limit, since=since)
 
-    def schedule_embedding(self) -> None:
-        """Embed some pending entries in the background, if an event loop is running and
-        no such run is under way."""
+    def schedule_embedding(self, *, since: float | None = None) -> None:
+        """Embed some pending entries (dated `since` or later) in the background, if an
+        event loop is running and no such run is under way."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -144,7 +153,7 @@ class LoreSearch:
             return
 
         async def job() -> None:
-            await asyncio.to_thread(self.embed_pending, _EMBED_BATCH)
+            await asyncio.to_thread(self.embed_pending, _EMBED_BATCH, since=since)
 
         self._embedding = self._lore.background.spawn(job, name="search-embed", key="search-embed")
 
@@ -162,10 +171,41 @@ def searcher(lore: SearchServices) -> LoreSearch:
 
 
 async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit) -> None:
-    """The after-turn hook: index what the turn wrote, then embed it in the background."""
+    """Index what the turn wrote and embed only what is that recent: a backlog (an
+    import, a model change) is `lore serve`'s or `lore index rebuild`'s work, never a chat
+    turn's. "Recent" starts at the previous turn, so memories extraction noted after that
+    turn's indexing are embedded now."""
     found = searcher(lore)
     await asyncio.to_thread(found.refresh, files=True)
-    found.schedule_embedding()
+    found.schedule_embedding(since=_previous_turn_start(lore, turn))
+
+
+def _previous_turn_start(lore: SearchServices, turn: CompletedTurn) -> float:
+    messages = lore.sessions.live(turn.scope).messages
+    users = [m for m in messages[: turn.user_index] if m.get("role") == "user"]
+    stamp = (users[-1] if users else turn.messages[0]).get("timestamp")
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return lore.clock.now().timestamp() - 3600.0
+
+
+async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 30.0) -> None:
+    """`lore serve`'s share of the work: embed entries still without a vector, a batch at
+    a time, so hybrid search covers everything again; sleep while there are none."""
+    found = searcher(lore)
+    while True:
+        done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH)
+        if not done:
+            await asyncio.sleep(idle_seconds)
+
+
+def _when(kind: str, source: str, at: float, zone: tzinfo) -> str:
+    """A hit's time. A daily note (memory/2026-11-29.md) is dated by its name alone: it
+    has a day but no time, so no invented 00:00 (or 08:00 in Taipei)."""
+    if kind == "note" and _DAILY_NOTE.search(source):
+        return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M")
 
 
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
@@ -176,7 +216,7 @@ def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
     lines = []
     for number, hit in enumerate(hits, 1):
         entry = hit.entry
-        when = datetime.fromtimestamp(entry.at, zone).strftime("%Y-%m-%d %H:%M")
+        when = _when(entry.kind, entry.source, entry.at, zone)
         text = " ".join(snippet(entry.display, query).split())
         also = f" (+{len(hit.duplicates)} similar)" if hit.duplicates else ""
         lines.append(f"[{number}] {hit.label} · {when}{also}\n    {text}")

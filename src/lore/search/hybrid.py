@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.ports.search import Stored
+from lore.search.relevance import anchor_floor, keep_relevant
 from lore.text import normalise
 
 __all__ = ["DEFAULT_FUSION", "Fusion", "Hit", "Mode", "search", "snippet"]
@@ -113,6 +114,8 @@ def search(
         [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=moment)
     )
     vector_ids: list[int] = []
+    similarity: dict[int, float] = {}
+    floor: float | None = None
     if embedding is not None:
         try:
             vector = embedding.result()[0]
@@ -121,6 +124,8 @@ def search(
         else:
             found = index.vector_search(scopes, vector, limit=wanted, now=moment)
             vector_ids = [entry_id for entry_id, _ in found]
+            similarity = dict(found)
+            floor = anchor_floor(index.embedder, vector)
 
     fused: dict[int, float] = {}
     text_rank = {entry_id: rank for rank, entry_id in enumerate(text_ids, 1)}
@@ -167,7 +172,8 @@ def search(
             Hit(entry, scores[entry_id], text_rank.get(entry_id), vector_rank.get(entry_id))
         )
         shingles.append(grams)
-    return hits
+    # Relevant or absent: a hit found by meaning alone must clear this query's floor.
+    return hits if floor is None else keep_relevant(hits, similarity, floor)
 
 
 _query_embedder: ThreadPoolExecutor | None = None

@@ -68,11 +68,23 @@ class MemorySearchTool:
         if not 1 <= limit <= MAX_LIMIT:
             raise ToolError(f"'limit' must be between 1 and {MAX_LIMIT}")
         hits = await asyncio.to_thread(self.search, query, ctx, limit)
-        searcher(self._lore).schedule_embedding()
+        waiting = await asyncio.to_thread(searcher(self._lore).index.pending_vectors)
         # A memory shown here (from this scope only) may be forgotten by its id, like one
         # shown in the block: beyond the block's window this is how the model sees it.
         ctx.shown_memory_ids.update(h.entry.locator for h in hits if h.entry.kind == "memory")
+        note = _text_only_note(waiting)
         if not hits:
-            return f"Nothing found for {query!r} in this conversation's memory."
+            return f"Nothing found for {query!r} in this conversation's memory.{note}"
         body = format_hits(hits, query, self._lore.zone)
-        return f"{len(hits)} result(s) for {query!r}, best first:\n{body}"
+        return f"{len(hits)} result(s) for {query!r}, best first:\n{body}{note}"
+
+
+def _text_only_note(waiting: int) -> str:
+    """Said when part of the index has no vectors yet (after an import): those entries
+    match by words only, so a search by meaning may miss them."""
+    if not waiting:
+        return ""
+    return (
+        f"\n(Text-only for {waiting} entries not yet embedded: they match by words only "
+        "until `lore serve` or `lore index rebuild` embeds them.)"
+    )

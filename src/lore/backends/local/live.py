@@ -97,7 +97,9 @@ class LiveSession:
     def __init__(self, directory: Path, key: str) -> None:
         self.key = key
         self.path = directory / key_to_filename(key)
-        self._lock_path = directory / key_to_filename(key, ".lock")
+        # Lock files stay (removing one under a lock races with its next opener), so they
+        # live apart in .locks/, one per conversation, not among the transcripts.
+        self._lock_path = directory / ".locks" / key_to_filename(key, ".lock")
         self.messages: list[Message] = []
         self.meta: SessionMeta
         self._offset = 0

@@ -19,6 +19,7 @@ from typing import Any
 from lore.backends.local.database import Database
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import (
+    KINDS,
     ActivePage,
     AuditEntry,
     Draft,
@@ -95,7 +96,9 @@ class SQLiteMemoryStore:
         with self._db.atomic() as conn:
             old = self._live(scope, memory_id)
             words = old.keywords if keywords is None else keywords
-            draft = make_draft(content, kind or old.kind, words, author, source, expires_at)
+            # A kind from before kinds were fixed becomes "fact" when the memory changes.
+            kind = kind or (old.kind if old.kind in KINDS else "fact")
+            draft = make_draft(content, kind, words, author, source, expires_at)
             twin = self._duplicate(conn, scope, draft.content)
             if twin is not None and twin.id != old.id:
                 raise InvalidInputError(f"#{twin.id} already says exactly that")

@@ -233,17 +233,19 @@ class SearchIndex:
         batch: int = 32,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
+        since: float | None = None,
     ) -> int:
-        """Embed entries that have no vector yet, in batches; returns how many were done."""
+        """Embed entries that have no vector yet (only those dated `since` or later), in
+        batches; returns how many were done."""
         done = 0
         with self._embed_lock:  # two workers would embed the same rows twice
             self.check_model()
             while limit is None or done < limit:
                 size = batch if limit is None else min(batch, limit - done)
                 rows = self._db.conn.execute(
-                    "SELECT id, speaker, text, context FROM search_entries WHERE embedded = 0"
-                    " ORDER BY id LIMIT ?",
-                    (size,),
+                    "SELECT id, speaker, text, context FROM search_entries"
+                    " WHERE embedded = 0 AND at >= ? ORDER BY id LIMIT ?",
+                    (float("-inf") if since is None else since, size),
                 ).fetchall()
                 if not rows:
                     break

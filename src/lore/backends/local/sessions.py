@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
@@ -22,7 +22,7 @@ from pathlib import Path
 from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
 from lore.errors import SessionError
-from lore.files import try_lock
+from lore.files import atomic_write, try_lock
 from lore.keys import key_to_filename
 from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta
 from lore.ports.sessions import LiveSession as LiveSessionPort
@@ -137,8 +137,20 @@ class LocalSessions:
 
         Temporary files younger than `min_age` seconds are left alone: they may belong to
         a close another process is doing right now.
+
+        Every chat start calls this, so its cost must not grow with history: when neither
+        the archive index nor the archive directory changed since the last pass that found
+        everything in order (`sessions/.recovered.json`), the pass is skipped and only its
+        pending summaries are re-checked; a full pass opens only transcripts missing from
+        the index, never all of them.
         """
         archive = self.archive
+        marker = self.dir / ".recovered.json"
+        stamp = self._recovery_stamp()
+        known = _read_marker(marker, stamp)
+        if known is not None:
+            return self._still_pending(known)
+        changed = False
         for tmp in archive.temp_files():
             # Never renamed into place: the live session (or the archive) still holds it all.
             try:
@@ -148,8 +160,12 @@ class LocalSessions:
                 continue
             log.warning("removing an unfinished archive %s", tmp.name)
             tmp.unlink(missing_ok=True)
+            changed = True
         indexed = {entry.session_id: entry for entry in archive.entries()}
+        in_index = {entry.transcript_path.rsplit("/", 1)[-1] for entry in indexed.values()}
         for path in archive.transcripts():
+            if path.name in in_index:
+                continue  # indexed: nothing to finish, no need to open it
             data = archive.read_metadata(path)
             if data is None or data.get("session_id") in indexed:
                 continue
@@ -162,6 +178,7 @@ class LocalSessions:
                 continue  # still live: its next close reuses this file
             archive.append_index(entry)
             indexed[entry.session_id] = entry
+            changed = True
         for key in self.live_keys():
             live = self.live_meta(key)
             if live is None or live.session_id not in indexed:
@@ -175,11 +192,41 @@ class LocalSessions:
                     and len(session.messages) == entry.message_count
                 ):
                     session.reset()  # indexed but never cleared: finish the close
-        return [
-            entry
-            for entry in indexed.values()
-            if entry.summary == "pending" and self._closed(entry)
-        ]
+                    changed = True
+        pending = self._still_pending(indexed.values())
+        young = bool(archive.temp_files())  # another close under way: look again next time
+        if not changed and not young:
+            _write_marker(marker, stamp, pending)
+        return pending
+
+    def _still_pending(self, entries: Iterable[ArchivedSession]) -> list[ArchivedSession]:
+        """Sessions whose summary is pending and whose conversation has moved on (each
+        live session's first line read once, however many sessions it has closed)."""
+        live: dict[str, str | None] = {}
+        found = []
+        for entry in entries:
+            if entry.summary != "pending":
+                continue
+            if entry.key not in live:
+                meta = self.live_meta(entry.key)
+                live[entry.key] = None if meta is None else meta.session_id
+            if live[entry.key] != entry.session_id:
+                found.append(entry)
+        return found
+
+    def _recovery_stamp(self) -> list[int]:
+        """What changes whenever a close (or a crash in one) leaves something to recover:
+        the index file's size and time, and the archive directory's time (a file added,
+        renamed or removed)."""
+        stamp: list[int] = []
+        for path in (self.archive.index_path, self.archive.dir):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                stamp += [-1, -1]
+            else:
+                stamp += [stat.st_size if path.is_file() else 0, stat.st_mtime_ns]
+        return stamp
 
     def _closed(self, entry: ArchivedSession) -> bool:
         """Has the live session of the entry's key moved on from it?"""
@@ -204,3 +251,24 @@ class LocalSessions:
 def _step(fault: FaultHook | None, name: str) -> None:
     if fault is not None:
         fault(name)
+
+
+def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:
+    """The pending sessions of the last complete recovery, if nothing changed since."""
+    try:
+        data = json.loads(marker.read_bytes())
+        if data.get("stamp") != stamp:
+            return None
+        return [ArchivedSession.from_dict(item) for item in data["pending"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _write_marker(marker: Path, stamp: list[int], pending: list[ArchivedSession]) -> None:
+    if not marker.parent.exists():
+        return  # nothing was ever closed here
+    data = {"stamp": stamp, "pending": [entry.to_dict() for entry in pending]}
+    try:
+        atomic_write(marker, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except OSError as exc:  # only a cache: the next start makes a full pass
+        log.warning("could not write %s: %s", marker.name, exc)

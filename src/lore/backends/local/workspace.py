@@ -46,9 +46,11 @@ class Workspace:
             return None
         if not text.strip():
             return None
-        if name in TEMPLATED and text.strip() == template(name).strip():
-            return None
-        return text.strip()
+        if name in TEMPLATED:
+            if text.strip() == template(name).strip():
+                return None
+            text = _without_instructions(text, name)
+        return text.strip() or None
 
     def bootstrap(self) -> list[WorkspaceFile]:
         found = []
@@ -57,6 +59,15 @@ class Workspace:
             if text is not None:
                 found.append(WorkspaceFile(name, text))
         return found
+
+
+def _without_instructions(text: str, name: str) -> str:
+    """`text` without the template's note to the user ("Edit this file to…"): once Dream
+    or the user adds to a file, that note would otherwise go to the model every turn."""
+    paragraphs = {" ".join(p.split()) for p in template(name).split("\n\n")}
+    notes = {p for p in paragraphs if "not sent to the model" in p}
+    kept = [p for p in text.split("\n\n") if " ".join(p.split()) not in notes]
+    return "\n\n".join(kept)
 
 
 def _inside(path: Path, root: Path) -> bool:

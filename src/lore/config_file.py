@@ -1,0 +1,131 @@
+"""The commented `config.toml` Lore writes on first run: every setting, its default and one
+line on what it does, all commented out, so a user sees what can be changed.
+
+It is generated from the `Config` schema (a test fails when a setting has no line here),
+so it cannot drift from what `load_config` accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from lore.config import Config
+
+__all__ = ["DESCRIPTIONS", "render_template", "write_if_missing"]
+
+DESCRIPTIONS: dict[str, str] = {
+    "model": 'provider/model: "openai/gpt-4o-mini", "anthropic/…", "ollama/qwen2.5", "local";'
+    " empty: OpenAI if its key is set, else Anthropic, else local (env: LORE_MODEL)",
+    "openai_api_key": "key for OpenAI or any OpenAI-compatible API (env: OPENAI_API_KEY)",
+    "openai_base_url": "that API's address (env: OPENAI_BASE_URL or OPENAI_API_BASE)",
+    "anthropic_api_key": "key for the Anthropic API (env: ANTHROPIC_API_KEY)",
+    "anthropic_base_url": "the Anthropic API's address (env: ANTHROPIC_BASE_URL)",
+    "ollama_host": "where Ollama listens (env: OLLAMA_HOST)",
+    "context_window": "the model's window in tokens; 0: the known value for the model"
+    " (env: LORE_CONTEXT_WINDOW)",
+    "max_tool_rounds": "most rounds of tool calls in one reply (env: LORE_MAX_TOOL_ROUNDS)",
+    "max_output_tokens": "most tokens one reply may use",
+    "request_timeout": "seconds to wait for the model before giving up",
+    "max_retries": "retries of a request that failed for a passing reason (429, 5xx)",
+    "timezone": 'IANA zone such as "Asia/Taipei"; empty: the system\'s (env: LORE_TIMEZONE, TZ)',
+    "user_name": "your name in the prompt and on what you note; empty: the login name"
+    " (env: LORE_USER, else USER)",
+    "owner_scopes": 'conversations besides cli:* that are yours, e.g. ["telegram:42"]: they'
+    " see the curated files and feed Dream",
+    "memory.budget_chars": "characters of the memory block sent with every turn",
+    "extraction.enabled": "after each turn, note what the user said that is worth keeping",
+    "extraction.model": "model for that; empty: the chat model",
+    "consolidation.threshold": "share of the history budget that starts consolidation",
+    "consolidation.idle_minutes": "close a session idle this long, as /new does (0: never)",
+    "consolidation.target": "share of the budget the window keeps after a pass",
+    "consolidation.max_chunk_tokens": "most tokens one pass summarises",
+    "consolidation.max_failures": "failed passes in a row before raw messages are archived",
+    "memory_flush.enabled": "before consolidating, save durable facts to memory/YYYY-MM-DD.md",
+    "session_memory.enabled": "summarise a closed session into memory/",
+    "session_memory.min_user_messages": "fewest user messages a session needs for a summary",
+    "dream.interval_hours": "how often `lore serve` runs Dream (0: never)",
+    "dream.max_rounds": "most tool rounds of one Dream run",
+    "dream.max_tokens": "most tokens (in and out) one Dream run may use",
+    "dream.max_entries": "history entries one Dream run reads; the rest wait for the next",
+    "telegram.token": "the bot's token from BotFather (env: TELEGRAM_BOT_TOKEN); empty: off",
+    "telegram.base_url": "the Telegram Bot API's address (or a local Bot API server)",
+    "telegram.owner_ids": "the owner's Telegram user ids",
+    "telegram.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
+    "telegram.poll_seconds": "how long one getUpdates call waits for news",
+    "api.host": "where `lore serve` listens for the API and the web page",
+    "api.port": "its port",
+    "api.token": "the owner's API token; empty: the api_token file in Lore's home",
+    "api.clients": "[api.clients.NAME] tables: each other program's token and scopes",
+    "tools.trust": 'per tool, allow | ask | never, over the defaults: {write_file = "allow"}',
+    "tools.exec_rules": 'per command pattern, e.g. {"git status*" = "allow", "rm *" = "never"}',
+    "tools.file_rules": 'per path pattern, for writes, e.g. {"docs/*" = "allow"}',
+    "tools.exec_timeout": "seconds before a command the exec tool runs is stopped",
+    "tools.output_cap": "characters of a tool's output the model gets",
+    "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
+    "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
+    " another process added",
+}
+
+
+def render_template() -> str:
+    """Every setting of the schema, commented out at its default, in sections."""
+    lines = [
+        "# Lore's settings. Every line is commented out at its default: remove the '#' to",
+        "# change one. Precedence: command-line flag > environment > this file > default.",
+        "# `lore config show` prints what is in effect.",
+        "",
+    ]
+    sections: list[str] = []
+    for f in fields(Config):
+        if f.name == "home":
+            continue
+        default = _default(f)
+        if is_dataclass(default):
+            sections.append(f.name)
+            continue
+        lines += _setting(f.name, f.name, default)
+    for section in sections:
+        lines += ["", f"# [{section}]"]
+        for f in fields(_default(next(x for x in fields(Config) if x.name == section))):
+            lines += _setting(f"{section}.{f.name}", f.name, _default(f))
+    return "\n".join(lines) + "\n"
+
+
+def write_if_missing(path: Path) -> bool:
+    """Write the template to `path` unless a file is there; True when written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # may hold keys later
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(render_template())
+    return True
+
+
+def _setting(dotted: str, name: str, default: Any) -> list[str]:
+    # A setting without its line still gets written (a test insists on the line).
+    about = DESCRIPTIONS.get(dotted, "see the README's Configuration section")
+    return [f"# {about}", f"# {name} = {_toml(default)}"]
+
+
+def _default(f: Any) -> Any:
+    from dataclasses import MISSING
+
+    return f.default if f.default is not MISSING else f.default_factory()
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{}"  # a table of tables, empty by default
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)

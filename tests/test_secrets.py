@@ -1,0 +1,188 @@
+"""The secret detector, case by case in English, Chinese and Russian: what it refuses and,
+as carefully, what it lets through (a memory about a password manager is not a password)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lore.secrets import find_secret
+
+SECRETS = [
+    # passwords, any arrangement
+    "my password is hunter22",
+    "my password hunter2",
+    "wifi: SSID Home, password CoffeeTime99",
+    "the wifi password for the guest network is Zk84mq",
+    "gmail password: Tr0ub4dor&3",
+    "pw: Secret99",
+    "password for the NAS admin 7Gq!x2",
+    "the passphrase is correct-horse-battery",
+    "my locker pass: 3141",
+    "Amy's netflix password = sunflower",
+    # PINs and codes
+    "PIN 1234 for the bank",
+    "PIN is 4821",
+    "the pin for my debit card is 0407",
+    "CVV 123",
+    "The door code is 4821",
+    "door code 4821",
+    "gate code 1990#",
+    "the code for the front door is 4821",
+    "alarm code: 7391",
+    "combination to the safe is 12-34-56",
+    "garage code — 55 21",
+    # identity numbers
+    "passport number E12345678",
+    "Amy's passport: 123456789",
+    "driver's license number D1234567",
+    "SSN 123-45-6789",
+    "my social security number is 078-05-1120",
+    "123-45-6789 is Amy's SSN",
+    "SSN: 219099999",
+    # banking and keys
+    "IBAN GB82 WEST 1234 5698 7654 32",
+    "pay rent to DE89370400440532013000",
+    "visa 4111 1111 1111 1111 exp 12/29",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    "my openai key is sk-proj-abcdefghijklmnopqrstuvwx12",
+    "aws AKIAIOSFODNN7EXAMPLE",
+    "github ghp_" + "aB3d" * 9,
+    "slack xoxb-1234567890-abcdefghij",
+    "Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456",
+    "token Xk9fP2mQ7vL3nR8sT1wY6zB4cD0eF5gH",
+    # Chinese
+    "我的密码是abc12345",
+    "家里wifi密码 83920174",
+    "wifi密码是CoffeeTime99",
+    "银行卡密码：654321",
+    "支付密码 112233",
+    "PIN码是 2580",
+    "门禁码是 4821",
+    "保险箱密码 7391",
+    "身份证号 11010519491231002X",
+    "我的身份证号码是440300199003071234",
+    "11010519491231002X 是爸爸的身份证",
+    "护照号 E12345678",
+    "信用卡 4111-1111-1111-1111",
+    # Russian
+    "пароль: qwerty123",
+    "пароль от wifi — qwerty123",
+    "пароль для входа в банк — Zx81",
+    "пароль hunter2",
+    "ПИН 1234",
+    "пин-код карты 0407",
+    "код домофона 4821",
+    "код от двери 1234#",
+    "код от сейфа: 7391",
+    "паспорт 4510 123456",
+    "серия 4510 номер 123456",
+    "паспорт: серия 45 10 № 123456",
+    "номер паспорта 4510123456",
+    "СНИЛС 112-233-445 95",
+    "мой ИНН 500100732259",
+    "IBAN: DE89 3704 0044 0532 0130 00",
+    "счёт FR14 2004 1010 0505 0001 3M02 606",
+]
+
+ORDINARY = [
+    # English
+    "my password manager is 1Password",
+    "I changed my password yesterday",
+    "I use 1Password for all my passwords",
+    "the password is expired, reset it tomorrow",
+    "password reset emails go to my work address",
+    "Password hints are a bad idea",
+    "we talked about password security at work",
+    "The pin is under the doormat",
+    "His PIN was blocked after three tries",
+    "I dropped a pin at 1200 Main Street",
+    "Our ski pass was expensive this year",
+    "the door code changed last week",
+    "ask Amy for the gate code",
+    "the zip code is 94107",
+    "area code 415",
+    "promo code SAVE20 gives 20% off",
+    "room 4821 at the Hilton",
+    "my passport expires on 2027-05-01",
+    "renew the passport before March 2027",
+    "passport photos cost 15 dollars",
+    "I need to renew my driver's license in 2027",
+    "ID card photo was bad",
+    "Social security office opens at 9",
+    "my IBAN is in the banking app",
+    "Amy's bank is ING",
+    "The wifi network is called Home",
+    "Mom's phone is +86 138 1234 5678",
+    "call me at 0912-345-678",
+    "(415) 555-0134 is the dentist",
+    "Office line 8 800 555 35 35 ext 4",
+    "order 4111 1111 1111 1112 shipped",
+    "Order #1234567890123 arrives Friday",
+    "tracking number 9400 1000 0000 0000 0000 00",
+    "invoice 2026-0042 was paid",
+    "John's birthday is 1990-04-12",
+    "the meeting is on 12/02/2026 at 14:30",
+    "flight LH 1234 leaves at 07:45",
+    "commit 3f2a9c0d1e4b5a6978877665544332211ffeeddcc",
+    "John lives in Hualien",
+    "Postal code 100-0001 Tokyo",
+    # Chinese
+    "密码忘了怎么办",
+    "密码学是他的专业",
+    "密码错误3次就会锁定",
+    "我用1Password管理所有密码",
+    "身份证放在抽屉里",
+    "护照下个月过期",
+    "明天去办护照",
+    "门禁卡丢了，要去物业补办",
+    "妈妈的手机 0086 138 1234 5678",
+    "他的电话是 138 1234 5678",
+    "会议在2026年12月2日下午3点",
+    "订单号 202611301234567 已发货",
+    "邮编 100080",
+    # Russian
+    "забыл пароль от почты",
+    "пароль надо поменять до пятницы",
+    "пароль от Gmail и Yandex одинаковый",
+    "паспорт надо продлить до 2027 года",
+    "позвони маме: +7 916 123-45-67",
+    "телефон 8 (495) 123-45-67",
+    "встреча 02.12.2026 в 15:00",
+    "заказ 1234567890123 доставят в пятницу",
+    "код региона 77",
+    "почтовый индекс 101000",
+    "пин-код от карты поменяла",
+    "домофон сломан, звоните в дверь",
+    "ИНН организации можно найти на сайте",
+]
+
+
+def test_the_tables_are_large_enough_to_mean_something() -> None:
+    assert len(SECRETS) >= 60 and len(ORDINARY) >= 60
+
+
+@pytest.mark.parametrize("text", SECRETS)
+def test_a_secret_is_recognised(text: str) -> None:
+    assert find_secret(text) is not None
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["11010519491231002Y is a number", "110105194913310021", "GB00 WEST 1234 5698 7654 32"],
+)
+def test_checksums_decide_identity_and_account_numbers(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_the_reason_never_repeats_the_secret() -> None:
+    for text in SECRETS:
+        reason = find_secret(text) or ""
+        assert not any(word in reason for word in ("hunter", "4821", "1234", "E1234"))
