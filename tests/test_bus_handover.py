@@ -16,7 +16,7 @@ SCOPE = "api:shared"
 def _quiet_echo(request: ChatRequest) -> Step:
     # No streamed text: a second turn running beside the first shows up in the
     # transcript instead of blocking the loop on the reply draft's file lock.
-    return Step(text="", delay=0.02)
+    return Step(text="ok", delay=0.02)
 
 
 async def test_a_message_arriving_as_the_queue_is_handed_over_still_waits_its_turn(

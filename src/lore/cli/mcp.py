@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_common, load_runtime
+from lore.cli.common import add_common, load_runtime, session_key
 
 __all__ = ["register"]
 
@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
         "--scope",
         dest="session",
         default="cli:default",
+        type=session_key,
         metavar="KEY",
         help="the conversation a tool call without `scope` uses (default: cli:default)",
     )
