@@ -82,7 +82,7 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	$(PY) bench/owner_tools.py
-	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json; fi
+	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
 
 # One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
 # database: about 15 minutes on two cores, so not part of `make bench`.

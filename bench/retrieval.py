@@ -1,6 +1,6 @@
 """LoCoMo evidence retrieval: Lore's memory_search against plain FTS5 BM25, in one run.
 
-    python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--json]
+    python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--ablate] [--json]
     lore bench retrieval FILE
 
 Takes any file in LoCoMo's format (a JSON list of conversations with `conversation` and
@@ -12,6 +12,14 @@ it is a turn of that conversation. The baseline is what the data's README descri
 each turn "speaker: text" in an FTS5 table (unicode61), the question lowercased, stop
 words removed, terms OR-ed, ranked by bm25. Generated side data (observation,
 session_summary, event_summary) is never read.
+
+Beside the figures: recall on the conversations the settings were chosen on and on the
+held-out rest (`TUNED_ON`), the cost of recall (characters and tokens the tool's answer
+adds to the prompt), and with `--ablate` the same questions with each stage of the search
+switched off (or on) alone, on the same index. Vectors are cached in a file under the
+temporary directory (`--cache`, keyed by model, side and a hash of the text; `--no-cache`
+embeds afresh), so a second run or an ablation embeds nothing it embedded before; the
+cache changes no figure, only the build time.
 """
 
 from __future__ import annotations
@@ -70,6 +78,7 @@ class Question:
     text: str
     category: int
     evidence: list[str]
+    conversation: str = ""
 
 
 @dataclass
@@ -90,6 +99,8 @@ class Ranking:
     question: Question
     ranked: list[str]
     seconds: float
+    shown_chars: int = 0  # what the tool's answer (default limit) puts in the prompt
+    shown_tokens: int = 0
 
 
 @dataclass
@@ -97,6 +108,8 @@ class Report:
     file: str
     conversations: int
     systems: dict[str, list[Ranking]] = field(default_factory=dict)
+    ablations: dict[str, list[Ranking]] = field(default_factory=dict)
+    tuned_on: tuple[str, ...] = ()
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,33 +160,97 @@ def load(path: Path) -> list[Conversation]:
             category = int(qa.get("category", 0))
             evidence = normalise_evidence(qa.get("evidence") or [], known)
             if category in CATEGORIES and evidence:
-                questions.append(Question(str(qa["question"]), category, evidence))
+                questions.append(
+                    Question(str(qa["question"]), category, evidence, str(item["sample_id"]))
+                )
         conversations.append(Conversation(str(item["sample_id"]), sessions, questions))
     return conversations
+
+
+# -- the embedding cache -------------------------------------------------------------------
+
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "lore-bench-embeddings.sqlite"
+
+
+class CachedEmbedder:
+    """The real model behind a file cache keyed by model name, side and text hash: a second
+    run (or an ablation) embeds nothing it embedded before. Only this benchmark uses it."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self._inner = inner
+        self.name: str = inner.name
+        self.dim: int = inner.dim
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, row BLOB)")
+        self.hits = 0
+        self.misses = 0
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, "query")
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, "passage")
+
+    def _embed(self, texts: Sequence[str], side: str) -> Any:
+        import numpy as np
+
+        keys = [hashlib.sha256(f"{self.name}\0{side}\0{t}".encode()).hexdigest() for t in texts]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT key, row FROM vectors WHERE key IN ({marks})", chunk)
+            found.update(rows.fetchall())
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            embed = self._inner.embed_queries if side == "query" else self._inner.embed_passages
+            fresh = embed([texts[i] for i in missing])
+            rows = [(keys[i], fresh[n].astype(np.float32).tobytes()) for n, i in enumerate(missing)]
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            self._db.commit()
+            found.update(rows)
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        matrix = np.zeros((len(keys), self.dim), dtype=np.float32)
+        for n, key in enumerate(keys):
+            matrix[n] = np.frombuffer(found[key], dtype=np.float32)
+        return matrix
 
 
 # -- Lore ---------------------------------------------------------------------------------
 
 
-def run_lore(
-    conversations: Sequence[Conversation], home: Path, *, progress: bool = True
-) -> tuple[list[Ranking], dict[str, Any]]:
-    """Archive, index and embed every conversation in a Lore home; ask every question."""
-    import asyncio
+@dataclass
+class Built:
+    """A Lore home holding every conversation, indexed and embedded."""
 
+    lore: Any
+    dia_of: dict[tuple[str, int], str]
+    seconds: float
+
+
+def build_lore(
+    conversations: Sequence[Conversation],
+    home: Path,
+    *,
+    embedder: Any = None,
+    progress: bool = True,
+) -> Built:
+    """Archive every session of every conversation in a Lore home, index and embed them."""
     from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.search_index import SearchIndex
     from lore.clock import FixedClock
     from lore.config import load_config
-    from lore.core.tools import ToolContext
     from lore.llm.scripted import ScriptedProvider
     from lore.ports.sessions import SessionMeta
     from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
-    from lore.search.tool import MemorySearchTool
 
     config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
     lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
+    if embedder is not None:  # the index, with the cached model behind it
+        lore.search_index = SearchIndex(lore.db, embedder)
     archive = SessionArchive(config.sessions_dir, config.home)
     dia_of: dict[tuple[str, int], str] = {}
     started = time.perf_counter()
@@ -204,35 +281,103 @@ def run_lore(
     bar = Progress(index.pending_vectors(), "embedding", stream=None if progress else _Null())
     index.embed_pending(batch=32, progress=bar.advance)
     bar.close()
-    build_seconds = time.perf_counter() - started
+    return Built(lore, dia_of, time.perf_counter() - started)
 
-    tool = MemorySearchTool(lore)
+
+def ask_lore(
+    built: Built,
+    conversations: Sequence[Conversation],
+    *,
+    fusion: Any = None,
+    label: str = "lore",
+    progress: bool = True,
+) -> list[Ranking]:
+    """Every question through the memory_search tool (or, for an ablation, the same search
+    with other settings)."""
+    from lore.core.tools import ToolContext
+    from lore.llm.tokens import estimate_tokens
+    from lore.search import format_hits, searcher
+    from lore.search.rebuild import Progress
+    from lore.search.tool import DEFAULT_LIMIT, MemorySearchTool
+
+    tool = MemorySearchTool(built.lore)
+    search = searcher(built.lore)
     rankings: list[Ranking] = []
     total = sum(len(c.questions) for c in conversations)
-    bar = Progress(total, "lore     ", stream=None if progress else _Null())
+    bar = Progress(total, f"{label:<9}", stream=None if progress else _Null())
     for conv in conversations:
         last = max(s.date for s in conv.sessions) + timedelta(days=1)
         ctx = ToolContext(f"locomo:{conv.sample_id}", "bench", "bench", 0, last, "UTC")
         for question in conv.questions:
             began = time.perf_counter()
-            hits = tool.search(question.text, ctx, limit=max(KS))
+            if fusion is None:
+                hits = tool.search(question.text, ctx, limit=max(KS))
+            else:
+                hits = search.search(
+                    question.text, ctx.scope, limit=max(KS), now=ctx.now, fusion=fusion
+                )
             seconds = time.perf_counter() - began
             ranked = [
-                dia_of[(h.entry.source, h.entry.locator)]
+                built.dia_of[(h.entry.source, h.entry.locator)]
                 for h in hits
-                if h.entry.kind == "message" and (h.entry.source, h.entry.locator) in dia_of
+                if h.entry.kind == "message" and (h.entry.source, h.entry.locator) in built.dia_of
             ]
-            rankings.append(Ranking(question, ranked, seconds))
+            # The cost of recall: what the tool's answer at its default limit adds to the
+            # prompt (the LoCoMo homes hold no memories, so the memory block adds nothing).
+            shown = format_hits(hits[:DEFAULT_LIMIT], question.text, UTC)
+            rankings.append(Ranking(question, ranked, seconds, len(shown), estimate_tokens(shown)))
             bar.advance()
     bar.close()
-    stats = index.stats()
-    asyncio.run(lore.aclose())
+    return rankings
+
+
+# Each stage switched off (or on) alone, on the same index: what it buys.
+def ablations() -> dict[str, Any]:
+    from dataclasses import replace
+
+    from lore.search.hybrid import DEFAULT_FUSION as d
+
+    return {
+        "without window": replace(d, window=0, window_weight=0.0),
+        "without rerank": replace(d, rerank=False),
+        "text weight 1": replace(d, text_weight=1.0),
+        "no neighbours": replace(d, neighbour_share=0.0, previous_share=0.0),
+        "pool 100": replace(d, candidates=100),
+        "+ session decay": replace(d, session_decay=0.8),
+        "earlier search": replace(d, window=0, window_weight=0.0, rerank=False, text_weight=1.0),
+    }
+
+
+def run_lore(
+    conversations: Sequence[Conversation],
+    home: Path,
+    *,
+    progress: bool = True,
+    embedder: Any = None,
+    ablate: bool = False,
+) -> tuple[list[Ranking], dict[str, list[Ranking]], dict[str, Any]]:
+    """Archive, index and embed every conversation in a Lore home; ask every question
+    (and, with `ablate`, again under each ablation's settings)."""
+    import asyncio
+
+    from lore.search import searcher
+
+    built = build_lore(conversations, home, embedder=embedder, progress=progress)
+    rankings = ask_lore(built, conversations, progress=progress)
+    others = {
+        name: ask_lore(built, conversations, fusion=fusion, label=name[:9], progress=progress)
+        for name, fusion in (ablations().items() if ablate else ())
+    }
+    stats = searcher(built.lore).index.stats()
+    asyncio.run(built.lore.aclose())
     notes = {
         "embedder": stats.embedder,
         "entries": sum(stats.entries.values()),
-        "build_seconds": round(build_seconds, 1),
+        "build_seconds": round(built.seconds, 1),
     }
-    return rankings, notes
+    if isinstance(embedder, CachedEmbedder):
+        notes["embedding cache"] = f"{embedder.hits} hits, {embedder.misses} embedded"
+    return rankings, others, notes
 
 
 class _Null:
@@ -294,6 +439,8 @@ def scores(rankings: Sequence[Ranking]) -> dict[str, float]:
         out[f"recall@{k}"] = statistics.fmean(f / w for f, w in zip(found, wanted, strict=True))
         out[f"any@{k}"] = statistics.fmean(f > 0 for f in found)
         out[f"all@{k}"] = statistics.fmean(f == w for f, w in zip(found, wanted, strict=True))
+    out["prompt_chars"] = statistics.fmean(r.shown_chars for r in rankings)
+    out["prompt_tokens"] = statistics.fmean(r.shown_tokens for r in rankings)
     times = sorted(r.seconds * 1000 for r in rankings)
     out["p50_ms"] = times[len(times) // 2]
     out["p95_ms"] = times[min(len(times) - 1, int(len(times) * 0.95))]
@@ -330,8 +477,49 @@ def render(report: Report) -> str:
         lines.append(
             f"  {name:<14}{overall.get('p50_ms', 0):>10.2f}{overall.get('p95_ms', 0):>10.2f}"
         )
+    lore = report.systems.get("Lore hybrid", [])
+    if lore:
+        cost = scores(lore)
+        lines += [
+            "",
+            f"cost of recall: {cost['prompt_chars']:.0f} chars ≈ {cost['prompt_tokens']:.0f}"
+            f" tokens of search results per call (default limit) for recall@10"
+            f" {cost['recall@10']:.3f}",
+        ]
+    if report.tuned_on:
+        lines += ["", "split (settings chosen on 'tuned', never on 'held-out')", header]
+        for label, keep in (("tuned", True), ("held-out", False)):
+            for name, rankings in report.systems.items():
+                part = [r for r in rankings if (r.question.conversation in report.tuned_on) == keep]
+                row = scores(part)
+                cells = "".join(f"{row.get(c, 0.0):>10.3f}" for c in columns)
+                lines.append(f"  {label + ' ' + name[:5]:<14}{int(row['questions']):>6}{cells}")
+    if report.ablations:
+        lines += ["", _ablation_table(report)]
     if report.notes:
         lines += ["", " · ".join(f"{k}: {v}" for k, v in report.notes.items())]
+    return "\n".join(lines)
+
+
+def _ablation_table(report: Report) -> str:
+    """recall@5/@10 overall, per category and held-out, for each stage changed alone."""
+    names = [f"{c}" for c in CATEGORIES.values()]
+    lines = [
+        "ablation (recall@10 unless marked)",
+        f"{'':18}{'R@5':>7}{'R@10':>7}"
+        + "".join(f"{n[:9]:>10}" for n in names)
+        + f"{'held R@10':>11}{'p50 ms':>8}",
+    ]
+    systems = {"Lore hybrid": report.systems["Lore hybrid"], **report.ablations}
+    for name, rankings in systems.items():
+        overall = scores(rankings)
+        per = [scores([r for r in rankings if r.question.category == c]) for c in CATEGORIES]
+        held = scores([r for r in rankings if r.question.conversation not in report.tuned_on])
+        lines.append(
+            f"  {name:<16}{overall['recall@5']:>7.3f}{overall['recall@10']:>7.3f}"
+            + "".join(f"{p.get('recall@10', 0.0):>10.3f}" for p in per)
+            + f"{held.get('recall@10', 0.0):>11.3f}{overall['p50_ms']:>8.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -340,11 +528,16 @@ def as_json(report: Report) -> dict[str, Any]:
         "file": report.file,
         "conversations": report.conversations,
         "systems": {name: table(r) for name, r in report.systems.items()},
+        "ablations": {name: table(r) for name, r in report.ablations.items()},
+        "tuned_on": list(report.tuned_on),
         "notes": report.notes,
     }
 
 
 # -- running --------------------------------------------------------------------------------
+
+# The conversations the settings were chosen on; the rest of any file is held out.
+TUNED_ON = ("conv-26", "conv-30", "conv-41")
 
 
 def benchmark(
@@ -353,13 +546,27 @@ def benchmark(
     limit_conversations: int | None = None,
     home: Path | None = None,
     progress: bool = True,
+    ablate: bool = False,
+    cache: Path | None = None,
 ) -> Report:
     conversations = load(path)[:limit_conversations]
     report = Report(path.name, len(conversations))
+    embedder = None
+    if cache is not None:
+        from lore.embed import default_embedder
+
+        embedder = CachedEmbedder(default_embedder(), cache)
     with tempfile.TemporaryDirectory(prefix="lore-locomo-") as scratch:
-        lore_rankings, notes = run_lore(conversations, home or Path(scratch), progress=progress)
+        lore_rankings, others, notes = run_lore(
+            conversations, home or Path(scratch), progress=progress, embedder=embedder,
+            ablate=ablate,
+        )  # fmt: skip
     report.systems["Lore hybrid"] = lore_rankings
     report.systems["BM25 (FTS5)"] = run_bm25(conversations)
+    report.ablations = others
+    present = {c.sample_id for c in conversations}
+    if present & set(TUNED_ON) and present - set(TUNED_ON):
+        report.tuned_on = TUNED_ON
     report.notes = notes
     return report
 
@@ -371,6 +578,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit-conversations", type=int, metavar="N", help="only the first N conversations"
     )
     parser.add_argument("--home", type=Path, metavar="DIR", help="keep the Lore home here")
+    parser.add_argument(
+        "--ablate", action="store_true", help="also run each stage switched off (or on) alone"
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        metavar="FILE",
+        help=f"embedding cache, keyed by model and text (default {DEFAULT_CACHE})",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")
 
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
@@ -378,11 +596,14 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     if not path.exists():
         print(f"no LoCoMo file at {path}; skipping", file=sys.stderr)
         return 0 if args.file is None else 1
+    cache = None if getattr(args, "no_cache", True) else getattr(args, "cache", None)
     report = benchmark(
         path,
         limit_conversations=args.limit_conversations,
         home=args.home,
         progress=not args.json,
+        ablate=getattr(args, "ablate", False),
+        cache=cache,
     )
     out(json.dumps(as_json(report), indent=2) if args.json else render(report))
     return 0

@@ -106,9 +106,17 @@ def test_only_categories_one_to_four_with_evidence_are_asked(
     assert first.sessions[1].date.isoformat() == "2023-06-02T10:00:00+00:00"
 
 
-def test_the_benchmark_scores_lore_beside_bm25(bench: ModuleType, locomo_file: Path) -> None:
-    report = bench.benchmark(locomo_file, progress=False)
+def test_the_benchmark_scores_lore_beside_bm25(
+    bench: ModuleType, locomo_file: Path, tmp_path: Path
+) -> None:
+    report = bench.benchmark(
+        locomo_file, progress=False, ablate=True, cache=tmp_path / "vectors.sqlite"
+    )
     figures = bench.as_json(report)
+
+    assert set(figures["ablations"]) == set(bench.ablations())
+    assert figures["systems"]["Lore hybrid"]["overall"]["prompt_chars"] > 0
+    assert "ablation" in bench.render(report) and "cost of recall" in bench.render(report)
 
     assert figures["conversations"] == 2
     assert set(figures["systems"]) == {"Lore hybrid", "BM25 (FTS5)"}
@@ -144,3 +152,38 @@ def test_lore_bench_retrieval_prints_json(
     figures = json.loads(capsys.readouterr().out)
     assert figures["conversations"] == 1
     assert figures["systems"]["BM25 (FTS5)"]["overall"]["questions"] == 3
+
+
+class CountingEmbedder:
+    name = "counting/3"
+    dim = 3
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed_queries(self, texts: list[str]) -> object:
+        return self._rows(texts, 1.0)
+
+    def embed_passages(self, texts: list[str]) -> object:
+        return self._rows(texts, 2.0)
+
+    def _rows(self, texts: list[str], side: float) -> object:
+        import numpy as np
+
+        self.seen += texts
+        return np.array([[side, float(len(t)), 0.0] for t in texts], dtype=np.float32)
+
+
+def test_the_embedding_cache_embeds_a_text_once_per_model_and_side(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    inner = CountingEmbedder()
+    cached = bench.CachedEmbedder(inner, tmp_path / "cache.sqlite")
+
+    first = cached.embed_passages(["小狗", "собака"])
+    again = bench.CachedEmbedder(inner, tmp_path / "cache.sqlite").embed_passages(["собака"])
+    query = cached.embed_queries(["собака"])
+
+    assert inner.seen == ["小狗", "собака", "собака"]  # the query side is its own entry
+    assert again.tolist() == [first[1].tolist()]
+    assert query[0][0] == 1.0

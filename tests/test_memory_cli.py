@@ -193,6 +193,21 @@ def test_an_expiry_already_past_is_refused_rather_than_stored_unseen(
     assert run(capsys, "export")[1] == ""
 
 
+def test_search_takes_a_time_span_and_refuses_an_unreadable_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run(capsys, "add", "We planned the Kyoto trip")
+
+    code, out, _ = run(capsys, "search", "Kyoto trip", "--when", "2020")
+    assert code == 0 and "Nothing found" in out  # noted today, not in 2020
+    code, out, _ = run(capsys, "search", "Kyoto trip", "--after", "в прошлом году")
+    assert code == 0 and "Kyoto" in out
+
+    assert_one_line_error(
+        *run(capsys, "search", "Kyoto", "--before", "someday"), "could not read the time"
+    )
+
+
 def test_the_model_sees_the_expiry_date_the_user_typed(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

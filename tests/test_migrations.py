@@ -19,10 +19,9 @@ def schema(path: Path) -> list[tuple[str, str, str]]:
         return [tuple(row) for row in rows]
 
 
-def test_migrations_are_numbered_from_one_in_increasing_order() -> None:
-    # Numbers are handed out ahead of time, so one may arrive before a lower one.
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
     numbers = [number for number, _, _ in migrations()]
-    assert numbers == sorted(set(numbers))
+    assert numbers == list(range(1, len(numbers) + 1))
     assert (1, "m001_memories") == migrations()[0][:2]
 
 

@@ -20,9 +20,9 @@ def _hit(kind: str, source: str, at: datetime) -> Hit:
 def test_a_daily_note_hit_shows_its_day_without_an_invented_time() -> None:
     hit = _hit("note", "memory/2026-11-29.md", datetime(2026, 11, 29, tzinfo=UTC))
     text = format_hits([hit], "cats", TAIPEI)
-    assert text.startswith("[1] memory/2026-11-29.md:3 · 2026-11-29\n")
+    assert text.startswith("[1] 2026-11-29 memory/2026-11-29.md:3: ")  # a day, no time
 
 
 def test_a_closed_session_summary_keeps_its_time() -> None:
     hit = _hit("note", "memory/2026-11-29-1430-cats.md", datetime(2026, 11, 29, 6, 30, tzinfo=UTC))
-    assert "· 2026-11-29 14:30" in format_hits([hit], "cats", TAIPEI)
+    assert format_hits([hit], "cats", TAIPEI).startswith("[1] 2026-11-29 14:30 ")

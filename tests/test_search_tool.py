@@ -11,6 +11,7 @@ from lore.backends.local.archive import SessionArchive
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.memories import Source
 from lore.ports.sessions import SessionMeta
 from lore.runtime import Runtime
 from lore.search import searcher
@@ -50,7 +51,7 @@ def test_the_tool_has_the_contract_the_design_names(lore: Runtime) -> None:
     (tool,) = search_feature(lore).tools
 
     assert tool.name == "memory_search"
-    assert set(tool.parameters["properties"]) == {"query", "limit"}
+    assert set(tool.parameters["properties"]) == {"query", "limit", "when", "after", "before"}
     assert tool.parameters["required"] == ["query"]
     assert "session_history" in tool.description and "remember" in tool.description
 
@@ -69,7 +70,8 @@ async def test_a_result_names_its_source_and_how_to_read_the_session(lore: Runti
     result = await call(lore, context(lore), query="what did we decide about the API?")
 
     assert not result.is_error
-    assert f"session {SESSION} message 2" in result.content
+    (line,) = [x for x in result.content.splitlines() if "version it under /v1" in x]
+    assert line.startswith("[") and "user: Agreed" in line  # one line: when, who, what, where
     assert "we go with REST and version it under /v1" in result.content
     assert f'session_history(session_id="{SESSION}", offset=0)' in result.content
     assert "2026-11-20 10:00" in result.content  # the message's time, in Asia/Taipei
@@ -183,3 +185,125 @@ async def test_what_a_turn_wrote_is_embedded_in_the_background(
 
     stats = searcher(lore).index.stats()
     assert (stats.entries["memory"], stats.vectors, stats.pending_vectors) == (1, 1, 0)
+
+
+def archive_dated(lore: Runtime, session_id: str, stamp: str, turns: list[tuple[str, str]]) -> None:
+    archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
+    messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
+    start = datetime.fromisoformat(stamp)
+    entry = archive.write_transcript(
+        SessionMeta(session_id, HOME, stamp, stamp),
+        messages,
+        ended_at=start.replace(hour=start.hour + 1),
+        zone=UTC,
+        slug="trip",
+        reason="new",
+    )
+    archive.append_index(entry)
+
+
+@pytest.fixture
+def two_trips(lore: Runtime) -> Runtime:
+    archive_dated(
+        lore, "a" * 32, "2026-10-05T02:00:00+00:00", [("user", "We booked the Kyoto trip hotel.")]
+    )
+    archive_dated(
+        lore, "b" * 32, "2026-11-25T02:00:00+00:00", [("user", "We booked the Osaka trip hotel.")]
+    )
+    return lore
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"when": "last week"},  # the clock is Monday 2026-11-30: last week is 23-29 November
+        {"when": "上周"},
+        {"when": "на прошлой неделе"},
+        {"after": "2026-11-01"},
+        {"when": "2026-11"},
+    ],
+)
+async def test_a_time_range_keeps_only_what_was_said_then(
+    two_trips: Runtime, args: dict[str, str]
+) -> None:
+    result = await call(two_trips, context(two_trips), query="trip hotel", **args)
+
+    assert not result.is_error, result.content
+    assert "Osaka" in result.content and "Kyoto" not in result.content
+    assert "2026-11-25" in result.content  # the date it was said, on its line
+
+
+async def test_before_keeps_what_was_said_earlier(two_trips: Runtime) -> None:
+    result = await call(two_trips, context(two_trips), query="trip hotel", before="2026-11-01")
+
+    assert "Kyoto" in result.content and "Osaka" not in result.content
+
+
+async def test_an_unreadable_time_is_one_clear_error(two_trips: Runtime) -> None:
+    result = await call(two_trips, context(two_trips), query="trip hotel", when="someday")
+
+    assert result.is_error
+    assert "could not read the time 'someday'" in result.content
+    assert "\n" not in result.content.strip()
+
+
+async def test_each_result_is_one_line_with_date_speaker_and_where_to_read_more(
+    two_trips: Runtime,
+) -> None:
+    result = await call(two_trips, context(two_trips), query="trip hotel")
+
+    lines = [line for line in result.content.splitlines() if line.startswith("[")]
+    assert len(lines) == 2
+    for line in lines:
+        assert line.startswith(("[1] 2026-", "[2] 2026-"))
+        assert "user: We booked the" in line and "session_history(session_id=" in line
+
+
+async def test_a_turn_is_found_through_the_fact_extracted_from_it(lore: Runtime) -> None:
+    # The turn says "she" and "there"; the memory extracted from it names who and where.
+    lore.memory.remember(
+        HOME,
+        "Amy's grandmother lives in Tainan",
+        author="john",
+        via="cli",
+        now=lore.clock.now(),
+        source=Source(SESSION, 1),
+    )
+    archive_session(
+        lore,
+        HOME,
+        [("user", "hi"), ("user", "She moved there last spring, near the old temple.")],
+    )
+    searcher(lore).refresh(files=True)
+
+    hits = searcher(lore).search("grandmother Tainan", HOME, mode="text", limit=5)
+
+    turns = [h.entry.text for h in hits if h.entry.kind == "message"]
+    assert turns and turns[0].startswith("She moved there")
+
+
+async def test_a_message_about_another_time_is_found_in_that_range(lore: Runtime) -> None:
+    # Said on 5 October, about September ("last month").
+    archive_dated(
+        lore,
+        "c" * 32,
+        "2026-10-05T02:00:00+00:00",
+        [("user", "Last month we visited Kyoto for the temple festival.")],
+    )
+
+    september = await call(lore, context(lore), query="Kyoto", when="2026-09")
+    august = await call(lore, context(lore), query="Kyoto", when="2026-08")
+
+    assert "visited Kyoto" in september.content and "2026-10-05" in september.content
+    assert "visited Kyoto" not in august.content
+
+
+async def test_a_memory_about_last_year_is_found_in_last_year(lore: Runtime) -> None:
+    now = lore.clock.now()  # 2026
+    lore.memory.remember(HOME, "We moved to Taipei last year", author="john", via="cli", now=now)
+
+    then = await call(lore, context(lore), query="moved to Taipei", when="2025")
+    before = await call(lore, context(lore), query="moved to Taipei", when="2024")
+
+    assert "memory #1" in then.content
+    assert "Nothing found" in before.content

@@ -65,6 +65,11 @@ def register(subparsers: Any) -> None:
     search.add_argument(
         "--limit", type=_limit, default=10, help="at most this many, 1-100 (default 10)"
     )
+    search.add_argument(
+        "--when", metavar="SPAN", help="only what was said then: 'last week', 2023-05, 上个月"
+    )
+    search.add_argument("--after", metavar="TIME", help="only from this date or phrase on")
+    search.add_argument("--before", metavar="TIME", help="only before this date or phrase")
     add_scoped(search, json_flag=True)
     search.set_defaults(func=_search)
 
@@ -150,13 +155,27 @@ def _forget(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
     from lore.search import format_hits, searcher
+    from lore.search.timespan import time_range
 
     if not args.query.strip():
         raise InvalidInputError("a search needs some words")
     with runtime(args) as lore:
+        now = lore.clock.now()
+        after, before, span = time_range(
+            when=args.when, after=args.after, before=args.before, now=now, zone=lore.zone
+        )
         # The same hybrid search as the model's memory_search: memories, notes and
         # archived sessions of this conversation, by words and by meaning.
-        hits = searcher(lore).search(args.query, args.session, limit=args.limit, embed_first=256)
+        hits = searcher(lore).search(
+            args.query,
+            args.session,
+            limit=args.limit,
+            embed_first=256,
+            now=now,
+            after=after,
+            before=before,
+            about=span,
+        )
         if args.json:
             print_json([hit.to_dict(args.query) for hit in hits])
         elif not hits:

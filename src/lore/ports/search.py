@@ -40,6 +40,8 @@ class Entry:
     context: str = ""  # embedded with the text (the previous turn), never shown
     extra: str = ""  # matched at a lower weight, never shown: keywords, date, neighbours
     expires_at: float | None = None
+    about_start: float | None = None  # the span the text names ("last week"), if any
+    about_end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class Stored:
     at: float
     speaker: str
     text: str
+    about_start: float | None = None
+    about_end: float | None = None
 
     @property
     def display(self) -> str:
@@ -138,6 +142,14 @@ class SearchIndexPort(Protocol):
     ) -> list[tuple[int, float]]:
         """Unexpired embedded entries of these scopes nearest to `query` (cosine), best
         first."""
+
+    def vectors_of(self, scope: str, ids: Sequence[int]) -> dict[int, NDArray[np.float32]]:
+        """The stored vectors of some entries of a scope (those already embedded)."""
+        ...
+
+    def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
+        """Active memories extracted from a session's messages, by message index."""
+        ...
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]: ...
 

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from lore.ports.notes import NotesStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import SessionStore
-    from lore.search.hybrid import Hit, Mode
+    from lore.search.hybrid import Fusion, Hit, Mode
+    from lore.search.rerank import TimeSpan
 
 __all__ = [
     "LoreSearch",
@@ -44,6 +45,9 @@ _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
 # finish before a one-shot command exits never takes long; the next run goes on.
 _EMBED_BATCH = 128
+# What one result line shows of its entry: enough to judge it, little enough that ten
+# results cost the prompt about 700 tokens.
+_LINE_CHARS = 220
 
 
 class SearchServices(Protocol):
@@ -123,17 +127,32 @@ class LoreSearch:
         mode: Mode = "hybrid",
         now: datetime | None = None,
         embed_first: int = 0,
+        fusion: Fusion | None = None,
+        after: float | None = None,
+        before: float | None = None,
+        about: TimeSpan | None = None,
     ) -> list[Hit]:
         """Search `scope` (and the owner's notes, for an owner scope). `embed_first` embeds up
         to that many waiting entries before searching: a one-shot command has no background
         to do it later."""
-        from lore.search.hybrid import search
+        from lore.search.hybrid import DEFAULT_FUSION, search
 
         self.refresh()
         if embed_first and mode != "text":
             self.index.embed_pending(limit=embed_first)
         moment = now or self._lore.clock.now()
-        return search(self.index, query, self.scopes_for(scope), now=moment, limit=limit, mode=mode)
+        return search(
+            self.index,
+            query,
+            self.scopes_for(scope),
+            now=moment,
+            limit=limit,
+            mode=mode,
+            fusion=fusion or DEFAULT_FUSION,
+            after=after,
+            before=before,
+            about=about,
+        )
 
     def embed_pending(self, limit: int | None = None, *, since: float | None = None) -> int:
         """Embed entries still without a vector (blocking; only those dated `since` or
@@ -209,18 +228,22 @@ def _when(kind: str, source: str, at: float, zone: tzinfo) -> str:
 
 
 def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
-    """Hits as numbered lines, each with its source and time; a session message also says
-    how to read it in context (session_history from two messages before it)."""
+    """Hits as one compact line each: number, when it was said, who said it (or which
+    memory or note), the text around the match, and for a session message the call that
+    reads it in context (session_history from two messages before it)."""
     from lore.search.hybrid import snippet
 
     lines = []
     for number, hit in enumerate(hits, 1):
         entry = hit.entry
         when = _when(entry.kind, entry.source, entry.at, zone)
-        text = " ".join(snippet(entry.display, query).split())
         also = f" (+{len(hit.duplicates)} similar)" if hit.duplicates else ""
-        lines.append(f"[{number}] {hit.label} · {when}{also}\n    {text}")
         if entry.kind == "message":
+            text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
             offset = max(entry.locator - 2, 0)
-            lines.append(f'    → session_history(session_id="{entry.source}", offset={offset})')
+            where = f' → session_history(session_id="{entry.source}", offset={offset})'
+            lines.append(f"[{number}] {when} {text}{also}{where}")
+        else:
+            text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
+            lines.append(f"[{number}] {when} {hit.label}: {text}{also}")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from lore.errors import SessionError
 from lore.ports.notes import OWNER_SCOPE, NotesStore
 from lore.ports.search import Entry, SourceRecord
 from lore.ports.search import SearchIndexPort as SearchIndex
+from lore.search.timespan import find_about
 
 if TYPE_CHECKING:
     from lore.ports.memories import Memory, MemoryStore
@@ -69,6 +70,9 @@ _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:-(\d{2})(\d{2}))?")
 
 
 def memory_entry(memory: Memory) -> Entry:
+    """A memory's entry: said when it was last written, about the time its text names
+    ("we moved last year"), resolved against when it was first noted."""
+    about = find_about(memory.content, memory.created_at, memory.created_at.tzinfo or UTC)
     return Entry(
         scope=memory.scope,
         kind="memory",
@@ -78,6 +82,8 @@ def memory_entry(memory: Memory) -> Entry:
         text=memory.content,
         extra=" ".join(memory.keywords),
         expires_at=None if memory.expires_at is None else memory.expires_at.timestamp(),
+        about_start=None if about is None else about.start,
+        about_end=None if about is None else about.end,
     )
 
 
@@ -290,10 +296,12 @@ def session_entries(
     *,
     default_at: float,
     zone: tzinfo = UTC,
+    facts: dict[int, list[str]] | None = None,
 ) -> list[Entry]:
     """One entry per user or assistant message with text. Each also matches (at a lower
-    weight) its date and the turns either side of it, and is embedded with the turn before
-    it: an answer is found through the question it answers."""
+    weight) its date, the turns either side of it and the facts extracted from it
+    (`facts`, by message index), and is embedded with the turn before it: an answer is
+    found through the question it answers."""
     talk: list[tuple[int, str, str, float]] = []
     for position, message in enumerate(messages):
         if message.get("role") not in ("user", "assistant"):
@@ -305,6 +313,7 @@ def session_entries(
             talk.append((position, speaker, text, at))
     entries: list[Entry] = []
     for n, (position, speaker, text, at) in enumerate(talk):
+        about = find_about(text, datetime.fromtimestamp(at, zone), zone)
         before = _turn(talk[n - 1]) if n > 0 else ""
         after = _turn(talk[n + 1]) if n + 1 < len(talk) else ""
         entries.append(
@@ -317,7 +326,18 @@ def session_entries(
                 text,
                 speaker,
                 context=before[:_CONTEXT_CHARS],
-                extra="\n".join(p for p in (date_words(at, zone), before, after) if p),
+                extra="\n".join(
+                    p
+                    for p in (
+                        date_words(at, zone),
+                        *(facts or {}).get(position, ()),
+                        before,
+                        after,
+                    )
+                    if p
+                ),
+                about_start=None if about is None else about.start,
+                about_end=None if about is None else about.end,
             )
         )
     return entries
@@ -366,7 +386,12 @@ def index_session(
         return False
     default_at = _parse_time(entry.created_at) or _parse_time(entry.ended_at) or 0.0
     entries = session_entries(
-        entry.session_id, entry.key, messages, default_at=default_at, zone=zone
+        entry.session_id,
+        entry.key,
+        messages,
+        default_at=default_at,
+        zone=zone,
+        facts=index.facts_of(entry.key, entry.session_id),
     )
     index.replace_source("message", entry.session_id, entries, record)
     return True

@@ -185,6 +185,18 @@ class FakeSearchIndex:
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         return [(entry_id, score) for score, entry_id in scored[: max(0, limit)]]
 
+    def vectors_of(self, scope: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        found = {}
+        for entry_id in ids:
+            row = self._rows.get(entry_id)
+            if row is not None and row.vector is not None and row.entry.scope == scope:
+                found[entry_id] = row.vector.reshape(-1)
+        return found
+
+    def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
+        # The fake keeps no memories beside it: no message has facts to join its key.
+        return {}
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         found = {}
         for entry_id in ids:
@@ -192,8 +204,9 @@ class FakeSearchIndex:
             if row is not None:
                 e = row.entry
                 found[entry_id] = Stored(
-                    entry_id, e.scope, e.kind, e.source, e.locator, e.at, e.speaker, e.text
-                )
+                    entry_id, e.scope, e.kind, e.source, e.locator, e.at, e.speaker, e.text,
+                    e.about_start, e.about_end,
+                )  # fmt: skip
         return found
 
     def stats(self) -> IndexStats:

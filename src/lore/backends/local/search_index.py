@@ -94,8 +94,9 @@ class SearchIndex:
                 )
                 cursor = conn.execute(
                     "INSERT INTO search_entries (scope, kind, source, locator, at, expires_at,"
-                    " speaker, text, context) VALUES (:scope, :kind, :source, :locator, :at,"
-                    " :expires_at, :speaker, :text, :context)",
+                    " speaker, text, context, about_start, about_end) VALUES (:scope, :kind,"
+                    " :source, :locator, :at, :expires_at, :speaker, :text, :context,"
+                    " :about_start, :about_end)",
                     vars(entry),
                 )
                 entry_id = int(cursor.lastrowid or 0)
@@ -372,12 +373,27 @@ class SearchIndex:
         with self._lock:
             return self._cache(scope).rows(ids)
 
+    def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
+        """The active memories extracted from a session's messages, by message index (the
+        memory's source link): they join that message's search key."""
+        rows = self._db.conn.execute(
+            "SELECT source_message, content FROM memories WHERE scope = ? AND"
+            " source_session = ? AND source_message IS NOT NULL AND status = 'active'"
+            " ORDER BY id",
+            (scope, session_id),
+        )
+        facts: dict[int, list[str]] = {}
+        for message, content in rows:
+            facts.setdefault(int(message), []).append(str(content))
+        return facts
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
         rows = self._db.conn.execute(
-            "SELECT id, scope, kind, source, locator, at, speaker, text FROM search_entries"
+            "SELECT id, scope, kind, source, locator, at, speaker, text, about_start, about_end"
+            " FROM search_entries"
             f" WHERE id IN ({marks})",
             list(ids),
         )
