@@ -18,6 +18,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._queue: deque[tuple[int, Any, dict[str, str]]] = deque()
+        self._calls = 0
         self.chunk_delay = 0.0  # seconds between streamed chunks (crash tests kill mid-stream)
         server = self
 
@@ -82,11 +83,12 @@ class FakeOpenAI:
 
     def tool_call(self, name: str, arguments: dict[str, Any]) -> FakeOpenAI:
         args = json.dumps(arguments)
+        self._calls += 1
         delta = {
             "tool_calls": [
                 {
                     "index": 0,
-                    "id": "call_1",
+                    "id": f"call_{self._calls}",
                     "type": "function",
                     "function": {"name": name, "arguments": args},
                 }

@@ -98,17 +98,6 @@ async def test_events_no_message_asked_for_go_to_the_channel_attached_to_the_sco
 async def test_owner_only_tools_are_never_offered_to_a_group_member(
     lore: Runtime, model: ScriptedProvider
 ) -> None:
-    from lore.core.feature import Feature
-
-    class Shell:
-        name = "exec"
-        description = "run a command"
-        parameters: dict[str, object] = {"type": "object", "properties": {}}
-
-        async def run(self, args: dict[str, object], ctx: object) -> str:
-            return "ran"
-
-    lore.features.append(Feature("shell", tools=[Shell()], owner_only=True))  # type: ignore[list-item]
     model.reply("ok").reply("ok")
     await lore.bus.send(Inbound(GROUP, "line", "Amy", "hi", trust="member"))
     await lore.bus.send(Inbound("cli:default", "cli", "john", "hi"))

@@ -169,3 +169,43 @@ def test_a_long_reply_is_split_at_telegrams_limit() -> None:
     assert " ".join(" ".join(pieces).split()) == " ".join(text.split())
     emoji = "😀" * 5000  # two UTF-16 units each
     assert all(len(p.encode("utf-16-le")) // 2 <= 4096 for p in split_message(emoji))
+
+
+async def test_the_owner_approves_a_tool_by_replying_in_the_chat(
+    telegram: tuple[Runtime, TelegramChannel], fake: FakeTelegram, model: ScriptedProvider
+) -> None:
+    lore, _ = telegram
+    model.tool_call("write_file", {"path": "groceries.md", "content": "- молоко\n- 牛奶\n"})
+    model.reply("Saved your list.")
+    model.tool_call("write_file", {"path": "groceries.md", "content": "nothing\n"})
+    model.reply("Left it as it was.")
+    fake.say("save my grocery list", chat=OWNER_CHAT, sender=OWNER)
+    [question] = await _sent(fake, 1)
+    assert question["text"].startswith("May I create groceries.md?\n\n--- /dev/null")
+    assert "+- 牛奶" in question["text"]
+    fake.say("y", chat=OWNER_CHAT, sender=OWNER)
+    sent = await _sent(fake, 2)
+    assert sent[1]["text"] == "Saved your list."
+    path = lore.workspace.root / "groceries.md"
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    fake.say("now empty it", chat=OWNER_CHAT, sender=OWNER)
+    await _sent(fake, 3)
+    fake.say("no", chat=OWNER_CHAT, sender=OWNER)
+    sent = await _sent(fake, 4)
+    assert sent[3]["text"] == "Left it as it was."
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    tools = [m for m in lore.session("telegram:111").messages if m["role"] == "tool"]
+    assert [t["decision"]["outcome"] for t in tools] == ["approved", "refused"]
+    assert tools[0]["decision"]["by"] == "John (telegram)"
+    said = [m["content"] for m in lore.session("telegram:111").messages if m["role"] == "user"]
+    assert said == ["save my grocery list", "now empty it"]  # the answers are not messages
+
+
+async def test_a_group_members_turn_offers_no_file_or_shell_tools(
+    telegram: tuple[Runtime, TelegramChannel], fake: FakeTelegram, model: ScriptedProvider
+) -> None:
+    model.respond_with(_echo)
+    fake.say(f"@{BOT_USERNAME} hello", chat=FAMILY, sender=MOM)
+    await _sent(fake, 1)
+    offered = {spec.name for spec in model.requests[0].tools}
+    assert offered.isdisjoint({"read_file", "write_file", "exec"})

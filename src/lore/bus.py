@@ -21,6 +21,9 @@ from lore.core.turn import TurnRunner, tool_context
 from lore.events import CommandOutput, Emit, Event, Inbound, Trust
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.core.approval import Approver
     from lore.core.loop import TurnResult
     from lore.core.services import Services
     from lore.ports.sessions import LiveSession
@@ -69,8 +72,11 @@ class Bus:
         self._routes: dict[str, Emit] = {}
         self._deliverers: dict[str, Deliver] = {}
 
-    async def send(self, inbound: Inbound, emit: Emit | None = None) -> Outcome:
-        """Run one message in its scope's queue; its events go to `emit`."""
+    async def send(
+        self, inbound: Inbound, emit: Emit | None = None, approver: Approver | None = None
+    ) -> Outcome:
+        """Run one message in its scope's queue; its events go to `emit`, a tool's
+        "may I?" to `approver` (the channel's way of asking the owner)."""
         outcome = Outcome()
 
         def record(event: Event) -> None:
@@ -89,7 +95,7 @@ class Bus:
                 elif is_command(inbound.text):
                     outcome.command = await run_command(self.services, inbound, record)
                 else:
-                    outcome.result = await self.turns.run(inbound, record)
+                    outcome.result = await self.turns.run(inbound, record, approver)
         finally:
             queue.users -= 1
             if not queue.users:  # nobody running or waiting: forget the scope's queue
@@ -155,7 +161,16 @@ class Conversation:
     it fills in the inbound envelope and hands each message to the bus."""
 
     def __init__(
-        self, bus: Bus, scope: str, *, emit: Emit, author: str, channel: str, trust: Trust
+        self,
+        bus: Bus,
+        scope: str,
+        *,
+        emit: Emit,
+        author: str,
+        channel: str,
+        trust: Trust,
+        approver: Approver | None = None,
+        project: Path | None = None,
     ) -> None:
         self.bus = bus
         self.scope = scope
@@ -163,17 +178,21 @@ class Conversation:
         self.author = author
         self.channel = channel
         self.trust = trust
+        self.approver = approver
+        self.project = project
 
     @property
     def session(self) -> LiveSession:
         return self.bus.services.session(self.scope)
 
     def inbound(self, text: str) -> Inbound:
-        return Inbound(self.scope, self.channel, self.author, text, self.trust)
+        return Inbound(
+            self.scope, self.channel, self.author, text, self.trust, project=self.project
+        )
 
     async def send(self, text: str) -> Outcome:
         """A slash command or a turn, in this conversation's queue."""
-        return await self.bus.send(self.inbound(text), self.emit)
+        return await self.bus.send(self.inbound(text), self.emit, self.approver)
 
     def system_prompt(self) -> str:
         """The system prompt the next turn would send (the start-up benchmark times it)."""

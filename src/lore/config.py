@@ -27,6 +27,7 @@ __all__ = [
     "RemindersConfig",
     "TelegramConfig",
     "SessionMemoryConfig",
+    "ToolsConfig",
     "check",
     "default_home",
     "load_config",
@@ -76,6 +77,30 @@ class DreamConfig:
     max_rounds: int = 8
     max_tokens: int = 60_000  # input + output over the whole run
     max_entries: int = 100  # history entries one run reads; the rest wait for the next
+
+
+TRUST_LEVELS = ("allow", "ask", "never")
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """The file and shell tools: trust levels over the defaults in `lore.tools.trust`."""
+
+    trust: dict[str, str] = field(default_factory=dict)  # tool name -> allow | ask | never
+    exec_rules: dict[str, str] = field(default_factory=dict)  # command pattern -> level
+    file_rules: dict[str, str] = field(default_factory=dict)  # path pattern -> level (writes)
+    exec_timeout: float = 30.0  # seconds before a command is killed
+    output_cap: int = 16_000  # characters of a tool's output the model gets
+    approval_timeout: float = 120.0  # seconds to wait for the owner's answer; then no
+
+    def __post_init__(self) -> None:
+        for table in ("trust", "exec_rules", "file_rules"):
+            for key, level in getattr(self, table).items():
+                if level not in TRUST_LEVELS:
+                    raise ConfigError(
+                        f"setting 'tools.{table}' gives {key!r} the level {level!r}; "
+                        "use allow, ask or never"
+                    )
 
 
 @dataclass(frozen=True)
@@ -134,6 +159,7 @@ class Config:
     memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
@@ -274,6 +300,12 @@ def load_config(
     return replace(config, timezone=config.timezone.lstrip(":"))
 
 
+def inherited_environment() -> dict[str, str]:
+    """The environment Lore runs in, as the base of a command the exec tool starts (which
+    strips every key and token from it first)."""
+    return dict(os.environ)
+
+
 # Each number setting with the range it must fall in: (lowest, highest, what it means).
 # A value outside gets one line naming the setting and the range, before anything runs.
 _RANGES: dict[str, tuple[float, float, str]] = {
@@ -295,6 +327,9 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "dream.max_entries": (1, 100_000, "at least 1"),
     "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
     "telegram.poll_seconds": (0, 600, "between 0 and 600 seconds"),
+    "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
+    "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
+    "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
 }
 _MIN_CONTEXT_WINDOW = 2048
 _MAX_USER_NAME = 80
@@ -386,6 +421,10 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
     if default is None or isinstance(default, Path):
         return Path(value) if isinstance(value, str) else value
     try:
+        if isinstance(default, dict):
+            if not isinstance(value, Mapping):
+                raise ValueError(value)
+            return {str(key): str(item) for key, item in value.items()}
         if isinstance(default, tuple):
             items = value.split(",") if isinstance(value, str) else list(value)
             return tuple(str(item).strip() for item in items if str(item).strip())

@@ -62,6 +62,12 @@ DESCRIPTIONS: dict[str, str] = {
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",
     "api.clients": "other programs' tokens and scopes, one table each: [api.clients.NAME]",
+    "tools.trust": "per tool (read_file, write_file, exec, ...): allow, ask or never",
+    "tools.exec_rules": 'per command pattern such as "git status*": allow, ask or never',
+    "tools.file_rules": 'per path pattern such as "docs/*", for writes: allow, ask or never',
+    "tools.exec_timeout": "seconds before a command the exec tool runs is stopped",
+    "tools.output_cap": "characters of a tool's output the model gets",
+    "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 __all__ = [
@@ -45,6 +46,8 @@ class Inbound:
     # False: keep it in the conversation without answering (a group message that was not
     # addressed to Lore), so the context is there when someone asks.
     respond: bool = True
+    # The project folder the owner chose to work in (file tools, bootstrap files).
+    project: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,12 @@ from lore.clock import Clock, SystemClock, resolve_zone
 from lore.config import Config
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lore.backends.local.database import Database
     from lore.backends.postgres.backend import PostgresBackend
     from lore.bus import Bus, Conversation
+    from lore.core.approval import Approver
     from lore.core.background import Background
     from lore.core.commands import CommandRegistry
     from lore.core.feature import Feature
@@ -190,6 +193,12 @@ class Runtime:
         workspace.ensure()
         return workspace
 
+    def project_workspace(self, root: Path) -> Workspace:
+        """A chosen project's folder as the source of AGENTS.md, SOUL.md and USER.md."""
+        from lore.backends.local.workspace import Workspace as LocalWorkspace
+
+        return LocalWorkspace(root, confined=True)
+
     @cached_property
     def notes(self) -> NotesStore:
         from lore.backends.local.notes import LocalNotes
@@ -221,6 +230,7 @@ class Runtime:
         from lore.reminders.feature import reminders_feature
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
+        from lore.tools.feature import tools_feature
 
         return [
             core_feature(self),
@@ -228,6 +238,7 @@ class Runtime:
             reminders_feature(self),
             sessions_feature(self),
             search_feature(self),
+            tools_feature(self),
         ]
 
     @cached_property
@@ -266,6 +277,8 @@ class Runtime:
         author: str | None = None,
         channel: str = "cli",
         trust: Trust = "owner",
+        approver: Approver | None = None,
+        project: Path | None = None,
     ) -> Conversation:
         """A handle on one conversation for a channel with one speaker (the terminal)."""
         from lore.bus import Conversation
@@ -277,6 +290,8 @@ class Runtime:
             author=author or self.config.user_name,
             channel=channel,
             trust=trust,
+            approver=approver,
+            project=project,
         )
 
     async def aclose(self) -> None:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 from lore.channels.terminal import EXIT, Renderer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lore.runtime import Runtime
 
 __all__ = ["decode_line", "run_piped"]
@@ -24,12 +26,21 @@ def decode_line(raw: bytes) -> tuple[str, bool]:
     return cleaned, cleaned != raw.decode("utf-8", "surrogateescape")
 
 
-async def run_piped(lore: Runtime, key: str, source: BinaryIO, *, out: TextIO, err: TextIO) -> int:
-    """Send every non-empty line of `source`; 1 if any of them failed."""
+async def run_piped(
+    lore: Runtime,
+    key: str,
+    source: BinaryIO,
+    *,
+    out: TextIO,
+    err: TextIO,
+    project: Path | None = None,
+) -> int:
+    """Send every non-empty line of `source`; 1 if any of them failed. No one can answer
+    a tool's "may I?" here: an `ask` is refused."""
     from lore.sessions.closing import close_if_idle
 
     renderer = Renderer(out, err, interactive=False)
-    conversation = lore.conversation(key, emit=renderer.emit)
+    conversation = lore.conversation(key, emit=renderer.emit, project=project)
     await close_if_idle(lore, key, emit=renderer.emit)
     code = 0
     try:

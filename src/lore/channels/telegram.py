@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from lore.channels.telegram_approval import TelegramApprovals
 from lore.events import Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class TelegramChannel:
         self._last_reply: dict[int, asyncio.Future[None]] = {}
         self.me_id = 0
         self.me_username = ""
+        self.approvals = TelegramApprovals(self._send)
 
     def check_installed(self) -> None:
         """One clear line when the Telegram client is missing, before anything starts."""
@@ -175,6 +177,8 @@ class TelegramChannel:
         if trust is None:
             await self._send(chat.id, STRANGER)
             return
+        if trust == "owner" and self.approvals.answer(chat.id, message.text):
+            return  # the owner answered a tool's "may I?"; not a message for the chat
         inbound = Inbound(
             scope=scope,
             channel="telegram",
@@ -238,7 +242,13 @@ class TelegramChannel:
         self, inbound: Inbound, message: Message, before: asyncio.Future[None] | None
     ) -> None:
         try:
-            outcome = await self.lore.bus.send(inbound)
+            # The owner can be asked, here in the chat, before a tool acts.
+            approver = (
+                self.approvals.for_chat(message.chat.id, inbound.author)
+                if inbound.trust == "owner"
+                else None
+            )
+            outcome = await self.lore.bus.send(inbound, approver=approver)
         except Exception:  # one chat's failure never stops the others
             log.exception("telegram: the turn for %s failed", inbound.scope)
             return

@@ -27,9 +27,12 @@ from lore.events import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from prompt_toolkit import PromptSession
 
     from lore.bus import Conversation
+    from lore.channels.terminal_approval import TerminalApprover
     from lore.reminders.scheduler import Scheduler
     from lore.runtime import Runtime
 
@@ -56,23 +59,23 @@ class Renderer:
             self.out.flush()
             self._midline = not event.text.endswith("\n")
         elif isinstance(event, ReplyFinished):
-            self._end_line()
+            self.end_line()
         elif isinstance(event, ToolCallEvent):
             if self.interactive:
-                self._end_line()
+                self.end_line()
                 mark = "✗" if event.is_error else "↳"
                 detail = _short(event.result if event.is_error else event.arguments)
                 self.out.write(self._style("2", f"  {mark} {event.name} {detail}") + "\n")
                 self.out.flush()
         elif isinstance(event, Notice):
             stream = self.out if self.interactive else self.err
-            self._end_line()
+            self.end_line()
             code = "33" if event.level == "warning" else "2"
             stream.write(self._style(code, f"· {event.text}") + "\n")
             stream.flush()
         elif isinstance(event, ReplyFailed):
             self.failed = event
-            self._end_line()
+            self.end_line()
             text = "(cancelled)" if event.cancelled else f"lore: {event.message}"
             stream = self.out if self.interactive and event.cancelled else self.err
             stream.write(self._style("31" if not event.cancelled else "2", text) + "\n")
@@ -85,12 +88,12 @@ class Renderer:
                 stream.flush()
         elif isinstance(event, ReminderDue):
             stream = self.out if self.interactive else self.err
-            self._end_line()
+            self.end_line()
             late = " (late)" if event.late and "(late)" not in event.text else ""
             stream.write(self._style("1;36", f"⏰ {event.text}{late}") + "\n")
             stream.flush()
 
-    def _end_line(self) -> None:
+    def end_line(self) -> None:
         """Finish a half-written reply line before printing anything else."""
         if self._midline:
             self.out.write("\n")
@@ -108,10 +111,14 @@ EXIT = "/exit"
 KEYS = "Enter sends; Alt+Enter (Esc Enter) inserts a new line; Ctrl+D or /exit exits."
 
 
-async def run_once(lore: Runtime, key: str, text: str, *, out: TextIO, err: TextIO) -> int:
+async def run_once(
+    lore: Runtime, key: str, text: str, *, out: TextIO, err: TextIO, project: Path | None = None
+) -> int:
     """One message or slash command; the reply on `out`; exit code 0 on success."""
     renderer = Renderer(out, err, interactive=False)
-    conversation = lore.conversation(key, emit=renderer.emit)
+    # Asking needs a person at the keyboard; a script's `ask` tools are refused instead.
+    approver = _approver(lore, err, renderer) if sys.stdin.isatty() and err.isatty() else None
+    conversation = lore.conversation(key, emit=renderer.emit, approver=approver, project=project)
     _local_notice(lore, err)
     await _close_if_idle(lore, key, renderer)
     if text.strip() == EXIT:
@@ -125,18 +132,21 @@ async def run_once(lore: Runtime, key: str, text: str, *, out: TextIO, err: Text
     return 0 if outcome.ok else 1
 
 
-async def run_interactive(lore: Runtime, key: str) -> int:
+async def run_interactive(lore: Runtime, key: str, *, project: Path | None = None) -> int:
     from prompt_toolkit.patch_stdout import patch_stdout
 
     prompt = _prompt_session(lore)
     _local_notice(lore, sys.stdout)
-    print(f"Lore · {lore.config.model_spec()} · {key} · /help for commands, Ctrl+D to exit")
+    where = f" · project {project}" if project is not None else ""
+    print(f"Lore · {lore.config.model_spec()} · {key}{where} · /help for commands, Ctrl+D to exit")
     with patch_stdout(raw=True), lore.sessions.attach(key) as attached:
         # Created inside patch_stdout: whatever is printed while the prompt is up (a
         # reminder, a background notice) goes above it without breaking the typed line.
         renderer = Renderer(sys.stdout, sys.stderr, interactive=True)
         await _close_if_idle(lore, key, renderer)
-        conversation = lore.conversation(key, emit=renderer.emit)
+        conversation = lore.conversation(
+            key, emit=renderer.emit, approver=_approver(lore, sys.stdout, renderer), project=project
+        )
         with lore.bus.attach(key, renderer.emit):
             # Only one terminal delivers a conversation's reminders: the first to show it.
             scheduler = _start_scheduler(lore, key) if attached else None
@@ -275,6 +285,14 @@ def _prompt_session(lore: Runtime) -> PromptSession[str]:
         completer=SlashCompleter(),
         complete_while_typing=True,
         multiline=False,
+    )
+
+
+def _approver(lore: Runtime, stream: TextIO, renderer: Renderer) -> TerminalApprover:
+    from lore.channels.terminal_approval import TerminalApprover
+
+    return TerminalApprover(
+        lore.config.user_name, stream, color=stream.isatty(), before=renderer.end_line
     )
 
 

@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "memory",
     "remind",
     "sessions",
+    "skills",
     "dream",
     "index",
     "serve",

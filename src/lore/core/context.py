@@ -47,11 +47,13 @@ class ContextBuilder:
         lore = self.services
         parts: list[str] = [IDENTITY]
         owner = lore.config.is_owner_scope(ctx.scope)
-        for file in lore.workspace.bootstrap():
+        # A chosen project's AGENTS/SOUL/USER.md replace the workspace's, not add to them.
+        source = lore.workspace if ctx.project is None else lore.project_workspace(ctx.project)
+        for file in source.bootstrap():
             if owner or file.name not in OWNER_FILES:
                 parts.append(f"## {file.name}\n\n{file.content}")
         ctx.tools_enabled = tools_enabled
-        if tools_enabled and lore.tools.names():
+        if tools_enabled and lore.tools.names(ctx):
             parts.append(TOOL_CONTRACT)
         for feature in lore.features:
             for section in feature.sections:

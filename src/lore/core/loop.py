@@ -86,14 +86,15 @@ async def run_tool_loop(
         for call in calls:
             result = await tools.call(call, ctx)
             emit(ToolCallEvent(call.name, call.arguments, result.content, result.is_error))
-            added.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": result.content,
-                }
-            )
+            tool_message: Message = {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": result.content,
+            }
+            if result.decision is not None:
+                tool_message["decision"] = result.decision  # kept in the transcript
+            added.append(tool_message)
         if on_round is not None:
             on_round(added[round_start:])
         so_far = Usage(input_tokens=input_tokens, output_tokens=output_tokens)

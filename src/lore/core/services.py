@@ -10,6 +10,8 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.background import Background
@@ -66,6 +68,10 @@ class Services(Protocol):
 
     @property
     def workspace(self) -> Workspace: ...
+
+    def project_workspace(self, root: Path) -> Workspace:
+        """A chosen project folder, read as a workspace (never outside it)."""
+        ...
 
     @property
     def versions(self) -> Versions: ...

@@ -12,10 +12,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from lore.core.approval import Approver
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult"]
 
@@ -36,6 +40,10 @@ class ToolContext:
     trust: str = "owner"  # of the speaker: owner | member | guest
     owner: bool = True  # the owner speaking in one of the owner's conversations
     tools_enabled: bool = True  # the model can call tools this turn
+    project: Path | None = None  # the chosen project folder; None: the agent workspace
+    approver: Approver | None = None  # who answers a tool's "may I?"; None: no one can
+    # What the trust policy decided for the call being run, recorded with its result.
+    decision: dict[str, str] | None = None
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
@@ -55,6 +63,7 @@ class ToolResult:
     call: ToolCall
     content: str
     is_error: bool
+    decision: dict[str, str] | None = None  # allowed / approved by whom / refused
 
 
 class ToolRegistry:
@@ -96,10 +105,11 @@ class ToolRegistry:
             return ToolResult(call, f"Error: arguments are not valid JSON ({exc}).", True)
         if not isinstance(args, dict):
             return ToolResult(call, "Error: arguments must be a JSON object.", True)
+        ctx.decision = None
         try:
-            return ToolResult(call, await tool.run(args, ctx), False)
+            return ToolResult(call, await tool.run(args, ctx), False, ctx.decision)
         except (ToolError, LoreError) as exc:
-            return ToolResult(call, f"Error: {exc}", True)
+            return ToolResult(call, f"Error: {exc}", True, ctx.decision)
         except (TypeError, KeyError, ValueError) as exc:
             # The type only: the message can quote the arguments, which quote the user.
             log.warning("tool %s rejected its arguments (%s)", call.name, type(exc).__name__)

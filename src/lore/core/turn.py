@@ -27,6 +27,7 @@ from lore.events import Emit, Event, Inbound, Notice, ReplyFailed, TextDelta
 from lore.llm.base import Message
 
 if TYPE_CHECKING:
+    from lore.core.approval import Approver
     from lore.core.services import Services
     from lore.ports.sessions import LiveSession
 
@@ -50,7 +51,12 @@ class CompletedTurn:
     fixed_tokens: int = 0  # system prompt + tool schemas + the user message, as sent
 
 
-def tool_context(services: Services, session: LiveSession, inbound: Inbound) -> ToolContext:
+def tool_context(
+    services: Services,
+    session: LiveSession,
+    inbound: Inbound,
+    approver: Approver | None = None,
+) -> ToolContext:
     return ToolContext(
         scope=inbound.scope,
         author=inbound.author,
@@ -61,6 +67,8 @@ def tool_context(services: Services, session: LiveSession, inbound: Inbound) -> 
         channel=inbound.channel,
         trust=inbound.trust,
         owner=inbound.trust == "owner" and services.config.is_owner_scope(inbound.scope),
+        project=inbound.project,
+        approver=approver,
     )
 
 
@@ -81,12 +89,18 @@ class TurnRunner:
         session = self.services.session(inbound.scope)
         session.append([_user_message(inbound, self.services.clock.now())])
 
-    async def run(self, inbound: Inbound, emit: Emit) -> TurnResult | None:
-        """Run one turn. Cancelling it persists a cancel mark and emits a failure."""
+    async def run(
+        self, inbound: Inbound, emit: Emit, approver: Approver | None = None
+    ) -> TurnResult | None:
+        """Run one turn. Cancelling it persists a cancel mark and emits a failure.
+        `approver` answers for the owner when a tool asks first (None: no one can)."""
         lore = self.services
         session = lore.session(inbound.scope)
         session.refresh()
-        ctx = tool_context(lore, session, inbound)
+        project = str(inbound.project) if inbound.project is not None else None
+        if project is not None and session.meta.extra.get("project") != project:
+            session.update_meta(extra={"project": project})
+        ctx = tool_context(lore, session, inbound, approver)
         now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
         user = _user_message(inbound, ctx.now)
         history = list(session.messages)
@@ -108,7 +122,7 @@ class TurnRunner:
             try:
                 provider = lore.provider
                 system = self.system_prompt(ctx)
-                fixed = self._fixed_tokens(system, user)
+                fixed = self._fixed_tokens(system, user, ctx)
                 window = history_window(
                     history,
                     start=start,
@@ -149,7 +163,7 @@ class TurnRunner:
                 session.append([*rounds, *tail])
                 session.mark(index, unanswered=True)
                 if isinstance(exc, BadRequestError) and system:
-                    self._learn_from_refusal(sent, user, system)
+                    self._learn_from_refusal(sent, user, system, ctx)
                 for notice in ctx.notices:
                     emit(Notice(notice))
                 emit(ReplyFailed(str(exc)))
@@ -158,7 +172,7 @@ class TurnRunner:
         if result.first_prompt_tokens:
             # The provider's count includes the tool schemas; so must the estimate.
             estimated = lore.tokens.count_messages([*sent, user], system)
-            estimated += self.tool_schema_tokens()
+            estimated += self.tool_schema_tokens(ctx)
             lore.tokens.calibrate(estimated, result.first_prompt_tokens)
         for notice in ctx.notices:
             emit(Notice(notice))
@@ -191,25 +205,29 @@ class TurnRunner:
                     on_error=failed,
                 )
 
-    def _learn_from_refusal(self, history: list[Message], user: Message, system: str) -> None:
+    def _learn_from_refusal(
+        self, history: list[Message], user: Message, system: str, ctx: ToolContext
+    ) -> None:
         """A refused request that we thought filled most of the window was, in truth,
         over it: our estimate runs low for this model. Counting higher from now on shrinks
         the next window and brings consolidation forward, so the session cannot wedge."""
         lore = self.services
         estimated = lore.tokens.count_messages([*history, user], system)
-        estimated += self.tool_schema_tokens()
+        estimated += self.tool_schema_tokens(ctx)
         if estimated + lore.reply_tokens > lore.context_window // 2:
             lore.tokens.at_least(estimated, lore.context_window - lore.reply_tokens + 1)
 
-    def tool_schema_tokens(self) -> int:
+    def tool_schema_tokens(self, ctx: ToolContext) -> int:
+        """Tokens of the tool schemas this turn's request carries (only the tools offered
+        to this speaker: a member's request has no owner-only tools)."""
         lore = self.services
         if not lore.provider.supports_tools:
             return 0
-        specs = [vars(spec) for spec in lore.tools.specs()]
+        specs = [vars(spec) for spec in lore.tools.specs(ctx)]
         return lore.tokens.count(json.dumps(specs, ensure_ascii=False))
 
-    def _fixed_tokens(self, system: str, user: Message) -> int:
-        return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens()
+    def _fixed_tokens(self, system: str, user: Message, ctx: ToolContext) -> int:
+        return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens(ctx)
 
 
 def _user_message(inbound: Inbound, now: datetime) -> Message:

@@ -62,7 +62,8 @@ the assistant's curated files, which are shown to it at the start of every conve
 Short bullets, grouped under headings.
 - USER.md: who the user is: name, places, languages, how they like answers.
 - SOUL.md: the assistant's personality and voice. Change it only when the user clearly \
-asked the assistant to behave differently.
+asked the assistant to behave differently. Never put facts about a project's code or \
+files into SOUL.md or USER.md: a lasting project fact goes to MEMORY.md, naming the project.
 Work carefully: change only what the history supports; update or remove an outdated \
 line rather than add a contradicting one; keep the user's own wording and structure; no \
 duplicates; never store passwords, keys or card numbers. Prefer edit_file for small \

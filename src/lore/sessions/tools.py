@@ -216,10 +216,23 @@ def render_message(number: int, message: Message, zone: tzinfo) -> str:
     head = f"[{number}] {who}" + (f" {stamp}" if stamp else "")
     if role == "tool":
         head += f" {message.get('name', 'tool')}"
+        decision = message.get("decision")
+        if isinstance(decision, dict):
+            head += f" [{_decision(decision)}]"
     lines = [f"{head}: {_cut(content_text(message.get('content')))}"]
     for call in message.get("tool_calls") or []:
         lines.append(f"    → {call.get('name', '?')}({_cut(str(call.get('arguments', '')))})")
     return "\n".join(lines)
+
+
+def _decision(decision: dict[str, str]) -> str:
+    """What the trust policy decided for a tool run, as one phrase."""
+    outcome = decision.get("outcome", "?")
+    if outcome == "approved":
+        return f"approved by {decision.get('by', '?')}"
+    if outcome == "refused":
+        return f"refused: {decision.get('reason', '?')}"
+    return outcome
 
 
 def describe_session(entry: ArchivedSession, zone: tzinfo) -> str:

@@ -6,6 +6,7 @@ to the very next request. A file still equal to its template is not sent to the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lore.ports.notes import TEMPLATED, WorkspaceFile, template
@@ -17,8 +18,10 @@ BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md")
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, confined: bool = False) -> None:
         self.root = root
+        # A project folder is not Lore's: a file there that links outside it is not read.
+        self.confined = confined
 
     @property
     def memory_dir(self) -> Path:
@@ -35,6 +38,8 @@ class Workspace:
     def read(self, name: str) -> str | None:
         """The file's text, or None when it is missing, empty or still the template."""
         path = self.root / name
+        if self.confined and not _inside(path, self.root):
+            return None
         try:
             text = path.read_text(encoding="utf-8")
         except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
@@ -63,3 +68,8 @@ def _without_instructions(text: str, name: str) -> str:
     notes = {p for p in paragraphs if "not sent to the model" in p}
     kept = [p for p in text.split("\n\n") if " ".join(p.split()) not in notes]
     return "\n\n".join(kept)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return top in real.parents and real.is_file()

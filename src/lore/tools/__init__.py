@@ -1,0 +1,1 @@
+"""The owner's hands: file and shell tools, confined to a project and gated by trust levels."""
