@@ -105,8 +105,9 @@ class TurnRunner:
         user = _user_message(inbound, ctx.now)
         history = list(session.messages)
         start = session.meta.last_consolidated
-        # Written before the model is asked: what the user said is never lost.
-        session.append([user], touch=False)
+        # Written before the model is asked (a killed process keeps it); the turn's
+        # last append carries it to the disk with the reply.
+        session.append([user], touch=False, durable=False)
         index = ctx.message_index
         rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
         sent: list[Message] = []  # the history the request carried

@@ -108,9 +108,10 @@ class LiveSession(Protocol):
 
     def refresh(self) -> None: ...
 
-    def append(self, messages: list[Message], *, touch: bool = True) -> None:
-        """Append messages durably (one write, fsynced) and bump `updated_at` (unless not
-        `touch`)."""
+    def append(self, messages: list[Message], *, touch: bool = True, durable: bool = True) -> None:
+        """Append messages (one write) and bump `updated_at` (unless not `touch`). Durable:
+        on disk when this returns; not `durable`: kept if the process dies, on disk with
+        the next durable append."""
 
     def append_once(self, key: str, messages: list[Message]) -> bool:
         """Append unless a message carrying delivery key `key` is already in the session

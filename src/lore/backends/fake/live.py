@@ -69,7 +69,7 @@ class FakeLiveSession:
                     messages.append(_copy(line))
             self.messages = messages
 
-    def append(self, messages: list[Message], *, touch: bool = True) -> None:
+    def append(self, messages: list[Message], *, touch: bool = True, durable: bool = True) -> None:
         if not messages:
             return
         copies = [_copy(m) for m in messages]  # what a file would keep: JSON, nothing shared

@@ -176,12 +176,16 @@ class LiveSession:
 
     # -- writing ---------------------------------------------------------------
 
-    def append(self, messages: list[Message], *, touch: bool = True) -> None:
+    def append(self, messages: list[Message], *, touch: bool = True, durable: bool = True) -> None:
         """Append messages (one line each), fsync, and bump `updated_at` (unless not
-        `touch`: a turn writes what the user said first, and touches once at its end)."""
-        self._append_lines(messages, touch=touch)
+        `touch`: a turn writes what the user said first, and touches once at its end).
+        Not `durable`: written, so a killed process keeps it, but left for the next
+        durable append's fsync to carry to the disk."""
+        self._append_lines(messages, touch=touch, durable=durable)
 
-    def _append_lines(self, messages: list[dict[str, Any]], *, touch: bool = True) -> None:
+    def _append_lines(
+        self, messages: list[dict[str, Any]], *, touch: bool = True, durable: bool = True
+    ) -> None:
         if not messages:
             return
         payload = b"".join(
@@ -197,7 +201,8 @@ class LiveSession:
                     payload = b"\n" + payload  # a torn line stays on its own line
                 f.write(payload)
                 f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             self.refresh()
             if touch:
                 # Not fsynced: a lost `updated_at` only makes the session look older, and
