@@ -228,3 +228,35 @@ def test_forget_and_export_take_json(capsys: pytest.CaptureFixture[str]) -> None
     ]
     code, out, _ = run(capsys, "forget", "1", "--json")
     assert code == 0 and json.loads(out) == {"forgotten": 1, "erased_versions": [1]}
+
+
+def test_an_import_is_searchable_by_meaning_when_it_returns(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run(capsys, "add", "John drinks an americano every morning")
+    run(capsys, "add", "Джон живёт в Хуаляне")
+    dump = tmp_path / "memories.jsonl"
+    assert run(capsys, "export", "-o", str(dump))[0] == 0
+    home = tmp_path / "other-home"
+    assert run(capsys, "import", str(dump), "--home", str(home))[0] == 0
+
+    from lore.config import load_config
+    from lore.runtime import build
+    from lore.search import searcher
+
+    lore = build(load_config(flags={"home": str(home), "model": "scripted"}))
+    stats = searcher(lore).index.stats()
+    assert (stats.entries["memory"], stats.pending_vectors) == (2, 0)
+    lore.db.close()
+
+
+def test_an_import_without_vectors_is_searchable_by_its_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run(capsys, "add", "John drinks an americano every morning")
+    dump = tmp_path / "memories.jsonl"
+    run(capsys, "export", "-o", str(dump))
+    home = tmp_path / "other-home"
+    assert run(capsys, "import", str(dump), "--no-vectors", "--home", str(home))[0] == 0
+    code, out, _ = run(capsys, "search", "americano", "--home", str(home))
+    assert code == 0 and "americano" in out

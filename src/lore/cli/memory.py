@@ -78,8 +78,18 @@ def register(subparsers: Any) -> None:
     add_scoped(export, json_flag=True)
     export.set_defaults(func=_export)
 
-    imports = actions.add_parser("import", help="read JSON Lines from `export`; all or nothing")
+    imports = actions.add_parser(
+        "import",
+        help="read JSON Lines from `export`; all or nothing",
+        description="Read memories written by `lore memory export` (all or nothing), then "
+        "index them for search and embed them, with a progress bar.",
+    )
     imports.add_argument("file", metavar="FILE", help="a file written by export (- for stdin)")
+    imports.add_argument(
+        "--no-vectors",
+        action="store_true",
+        help="index the text only; `lore serve` or `lore index rebuild` embeds later",
+    )
     add_scoped(imports, json_flag=True)
     imports.set_defaults(func=_import)
 
@@ -221,6 +231,8 @@ def _import(args: argparse.Namespace) -> int:
         result = lore.memory.import_(
             args.session, lines, by=lore.config.user_name, via="cli", now=lore.clock.now()
         )
+        if result.added:
+            _index_imported(lore, vectors=not args.no_vectors)
     if args.json:
         print_json({"added": result.added, "already_present": result.already_present})
     else:
@@ -229,6 +241,22 @@ def _import(args: argparse.Namespace) -> int:
         )
         print(f"Imported {len(result.added)} memories{present}.")
     return 0
+
+
+def _index_imported(lore: Runtime, *, vectors: bool) -> None:
+    """What an import added is searchable when it returns: its words at once, its meaning
+    too unless `vectors` is off (embedding takes a while: a progress bar shows it)."""
+    from lore.search import searcher
+    from lore.search.rebuild import REBUILD_BATCH, Progress
+
+    search = searcher(lore)
+    search.refresh(files=False)
+    if not vectors:
+        return
+    index = search.index
+    progress = Progress(index.pending_vectors(), "embedding", stream=sys.stderr)
+    index.embed_pending(batch=REBUILD_BATCH, progress=progress.advance)
+    progress.close()
 
 
 def _line(memory: Memory, lore: Runtime) -> str:
