@@ -1,6 +1,6 @@
-"""After `lore memory import`, a chat turn embeds only what that turn wrote: the backlog is
-`lore serve`'s work (or `lore index rebuild`'s), `lore index stats` says how much waits,
-and memory_search says its results are text-only for those entries."""
+"""After `lore memory import --no-vectors`, a chat turn embeds only what that turn wrote:
+the backlog is `lore serve`'s work (or `lore index rebuild`'s), `lore index stats` says
+how much waits, and memory_search says its results are text-only for those entries."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     dump = tmp_path / "old.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["memory", "import", str(dump)]) == 0
+    assert main(["memory", "import", str(dump), "--no-vectors"]) == 0
     capsys.readouterr()
 
 
