@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.errors import InvalidInputError
 from lore.ports.outbox import OutboxItem
+from lore.schedule import Schedule, next_after, parse_schedule
 
 if TYPE_CHECKING:
     from lore.ports.outbox import Outbox
@@ -26,7 +27,10 @@ __all__ = [
     "DueReminder",
     "Reminder",
     "ReminderStore",
+    "check_reminder",
+    "next_occurrence",
     "occurrence_key",
+    "schedule_named",
     "reminder_item",
     "zone_named",
 ]
@@ -173,6 +177,38 @@ class ReminderStore(Protocol):
     def list(self, scope: str, *, include_done: bool = False, limit: int = 200) -> list[Reminder]:
         """A scope's pending reminders, soonest first; with `include_done`, the delivered
         and cancelled ones after them, latest due first."""
+
+
+def check_reminder(
+    text: str, due: datetime, *, timezone: str, recurrence: str | None
+) -> tuple[str, str | None]:
+    """What every reminder store checks before it writes: the text on one line, within
+    MAX_TEXT; a known zone; a recurrence that fires. Returns the text and the recurrence
+    in canonical form; nothing is written on error."""
+    text = " ".join(text.split())
+    if not text:
+        raise InvalidInputError("a reminder needs some text")
+    if len(text) > MAX_TEXT:
+        raise InvalidInputError(f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}")
+    zone = zone_named(timezone)
+    if not recurrence:
+        return text, None
+    schedule = schedule_named(recurrence)
+    if next_after(schedule, due, due, zone) is None:
+        raise InvalidInputError(f"recurrence {recurrence!r} never fires")
+    return text, schedule.text
+
+
+def next_occurrence(reminder: Reminder, now: datetime) -> datetime | None:
+    """Where a claimed reminder moves: its next fire time after `now`, None when done."""
+    if not reminder.recurrence:
+        return None
+    return next_after(schedule_named(reminder.recurrence), reminder.anchor_at, now, reminder.zone)
+
+
+@lru_cache(maxsize=256)
+def schedule_named(text: str) -> Schedule:
+    return parse_schedule(text)
 
 
 def occurrence_key(reminder_id: int, due_at: datetime) -> str:

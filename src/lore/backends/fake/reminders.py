@@ -7,19 +7,17 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from lore.backends.fake.outbox import FakeOutbox
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.reminders import (
     LATE_AFTER,
-    MAX_TEXT,
     DueReminder,
     Reminder,
+    check_reminder,
+    next_occurrence,
     reminder_item,
-    zone_named,
 )
-from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["FakeReminderStore"]
 
@@ -59,20 +57,7 @@ class FakeReminderStore:
         channel: str = "",
         session_id: str = "",
     ) -> Reminder:
-        text = " ".join(text.split())
-        if not text:
-            raise InvalidInputError("a reminder needs some text")
-        if len(text) > MAX_TEXT:
-            raise InvalidInputError(
-                f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}"
-            )
-        zone = zone_named(timezone)
-        canonical = None
-        if recurrence:
-            schedule = _schedule(recurrence)
-            if next_after(schedule, due, due, zone) is None:
-                raise InvalidInputError(f"recurrence {recurrence!r} never fires")
-            canonical = schedule.text
+        text, canonical = check_reminder(text, due, timezone=timezone, recurrence=recurrence)
         due_at = _second(due, up=True)
         reminder = Reminder(
             id=len(self._reminders) + 1,
@@ -118,11 +103,7 @@ class FakeReminderStore:
                 break
             if scope is not None and reminder.scope != scope:
                 continue
-            next_due = None
-            if reminder.recurrence:
-                next_due = next_after(
-                    _schedule(reminder.recurrence), reminder.anchor_at, now, reminder.zone
-                )
+            next_due = next_occurrence(reminder, now)
             count = reminder.delivery_count + 1
             if next_due is None:
                 moved = replace(reminder, status="delivered", delivery_count=count)
@@ -164,11 +145,6 @@ class FakeReminderStore:
             (r for r in mine if r.status != "pending"), key=lambda r: -r.due_at.timestamp()
         )
         return (pending + (done if include_done else []))[:limit]
-
-
-@lru_cache(maxsize=256)
-def _schedule(text: str) -> Schedule:
-    return parse_schedule(text)
 
 
 def _second(moment: datetime, *, up: bool = False) -> datetime:

@@ -12,20 +12,18 @@ import math
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from lore.backends.local.database import Database
 from lore.backends.local.outbox import LocalOutbox
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.reminders import (
     LATE_AFTER,
-    MAX_TEXT,
     DueReminder,
     Reminder,
+    check_reminder,
+    next_occurrence,
     reminder_item,
-    zone_named,
 )
-from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["SQLiteReminderStore"]
 
@@ -65,20 +63,7 @@ class SQLiteReminderStore:
         channel: str = "",
         session_id: str = "",
     ) -> Reminder:
-        text = " ".join(text.split())
-        if not text:
-            raise InvalidInputError("a reminder needs some text")
-        if len(text) > MAX_TEXT:
-            raise InvalidInputError(
-                f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}"
-            )
-        zone = zone_named(timezone)
-        canonical = None
-        if recurrence:
-            schedule = _schedule(recurrence)
-            if next_after(schedule, due, due, zone) is None:
-                raise InvalidInputError(f"recurrence {recurrence!r} never fires")
-            canonical = schedule.text
+        text, canonical = check_reminder(text, due, timezone=timezone, recurrence=recurrence)
         due_ts = _ts(due, up=True)
         with self.db.atomic() as conn:
             cursor = conn.execute(
@@ -135,11 +120,7 @@ class SQLiteReminderStore:
             ).fetchall()
             for row in rows:
                 reminder = _row(row)
-                next_due = None
-                if reminder.recurrence:
-                    next_due = next_after(
-                        _schedule(reminder.recurrence), reminder.anchor_at, now, reminder.zone
-                    )
+                next_due = next_occurrence(reminder, now)
                 if next_due is None:
                     conn.execute(
                         "UPDATE reminders SET status = 'delivered', delivered_at = ?, "
@@ -223,11 +204,6 @@ class SQLiteReminderStore:
 
 
 _SCOPED = "AND scope = ? "
-
-
-@lru_cache(maxsize=256)
-def _schedule(text: str) -> Schedule:
-    return parse_schedule(text)
 
 
 def _ts(moment: datetime, *, up: bool = False) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from psycopg.rows import DictRow
 
@@ -23,13 +22,12 @@ from lore.backends.postgres.outbox import PostgresOutbox
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.reminders import (
     LATE_AFTER,
-    MAX_TEXT,
     DueReminder,
     Reminder,
+    check_reminder,
+    next_occurrence,
     reminder_item,
-    zone_named,
 )
-from lore.schedule import Schedule, next_after, parse_schedule
 
 __all__ = ["PostgresReminderStore"]
 
@@ -69,20 +67,7 @@ class PostgresReminderStore:
         channel: str = "",
         session_id: str = "",
     ) -> Reminder:
-        text = " ".join(text.split())
-        if not text:
-            raise InvalidInputError("a reminder needs some text")
-        if len(text) > MAX_TEXT:
-            raise InvalidInputError(
-                f"reminder text is {len(text)} characters; the limit is {MAX_TEXT}"
-            )
-        zone = zone_named(timezone)
-        canonical = None
-        if recurrence:
-            schedule = _schedule(recurrence)
-            if next_after(schedule, due, due, zone) is None:
-                raise InvalidInputError(f"recurrence {recurrence!r} never fires")
-            canonical = schedule.text
+        text, canonical = check_reminder(text, due, timezone=timezone, recurrence=recurrence)
         due_at = _second(due, up=True)
         with self.db.atomic() as conn:
             row = conn.execute(
@@ -135,11 +120,7 @@ class PostgresReminderStore:
             moved: list[tuple[datetime, datetime, int]] = []
             for row in rows:
                 reminder = _row(row)
-                next_due = None
-                if reminder.recurrence:
-                    next_due = next_after(
-                        _schedule(reminder.recurrence), reminder.anchor_at, now, reminder.zone
-                    )
+                next_due = next_occurrence(reminder, now)
                 if next_due is None:
                     finished.append((moment, reminder.id))
                 else:
@@ -225,11 +206,6 @@ class PostgresReminderStore:
 
 
 _SCOPED = " AND scope = %s"  # by a literal, so the (scope, status, due_at) index serves it
-
-
-@lru_cache(maxsize=256)
-def _schedule(text: str) -> Schedule:
-    return parse_schedule(text)
 
 
 def _second(moment: datetime, *, up: bool = False) -> datetime:
