@@ -61,7 +61,9 @@ def create_app(
             if mcp_server is not None:
                 await stack.enter_async_context(mcp_server.session_manager.run())
             yield
-            # Replies whose client left, then their after-turn work, finish before exit.
+            # Replies whose client left, then their after-turn work, finish before exit;
+            # a tool still waiting for Approve / Deny is refused rather than waited for.
+            state.approvals.refuse_all("no one (Lore was stopping)")
             await asyncio.gather(*state.running, return_exceptions=True)
             if "background" in lore.__dict__:
                 await lore.background.drain()
