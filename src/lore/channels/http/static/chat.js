@@ -49,7 +49,7 @@
     if (question.detail) {
       const detail = document.createElement("pre");
       detail.className = "diff";
-      question.detail.split("\n").forEach(function (text) {
+      question.detail.replace(/\n+$/, "").split("\n").forEach(function (text) {
         const row = document.createElement("span");
         if (text.startsWith("+") && !text.startsWith("+++")) row.className = "add";
         else if (text.startsWith("-") && !text.startsWith("---")) row.className = "del";
