@@ -186,6 +186,7 @@ def test_only_the_owner_may_answer(
     with running_gateway(lore) as gateway:
         with gateway.client("guest-token-for-tests") as other:
             refused = other.post("/ui/approvals/anything", data={"decision": "approve"})
+            not_listed = other.get("/ui/approvals", params={"scope": "api:x"})
         with gateway.client() as owner:
             unknown = owner.post("/ui/approvals/anything", data={"decision": "approve"})
             bad = owner.post("/ui/approvals/anything", data={"decision": "maybe"})
@@ -194,6 +195,7 @@ def test_only_the_owner_may_answer(
     lore.db.close()
     assert refused.status_code == 403
     assert refused.json()["error"]["message"] == "only the owner may approve what a tool does"
+    assert not_listed.status_code == 403
     assert unknown.status_code == 404
     assert bad.status_code == 400
     assert bad.json()["error"]["message"] == "decision must be approve or deny"
@@ -237,7 +239,11 @@ def test_a_program_with_the_owners_token_may_opt_in_and_is_recorded_as_api(
         for event in events:
             if event.get("object") == "lore.approval":
                 decided = api.post(f"/ui/approvals/{event['id']}", data={"decision": "approve"})
-                assert decided.json() == {"id": event["id"], "outcome": "approved"}
+                assert decided.json() == {
+                    "id": event["id"],
+                    "outcome": "approved",
+                    "by": "john (api)",
+                }
                 list(events)
                 break
     (message,) = _tool_messages(gateway.lore)
@@ -261,3 +267,25 @@ async def test_a_stopping_gateway_refuses_what_still_waits_and_the_stream_hears_
     assert not approval.approved and approval.by == "no one (Lore was stopping)"
     assert desk.waiting() == []
     assert heard[-1] == ApprovalSettled(heard[0].id, "declined", "no one (Lore was stopping)")
+
+
+def test_a_page_opened_again_finds_the_question_still_waiting(
+    gateway: Gateway, model: ScriptedProvider, project: Path
+) -> None:
+    _ask_for_a_write(model, "Added.")
+    with _page(gateway) as page, _page(gateway) as reloaded:
+        events = _chat(page, "add watering", project=project)
+        question = next(e for e in events if e.get("object") == "lore.approval")
+        listed = reloaded.get("/ui/approvals", params={"scope": SCOPE}).json()
+        elsewhere = reloaded.get("/ui/approvals", params={"scope": "api:alice"}).json()
+        (found,) = listed["approvals"]
+        assert found["id"] == question["id"] and found["detail"] == question["detail"]
+        assert 0 < found["seconds"] <= question["seconds"]
+        assert elsewhere["approvals"] == []
+        answer = reloaded.post(f"/ui/approvals/{found['id']}", data={"decision": "approve"})
+        assert answer.json()["by"] == "john (web page)"
+        rest = list(events)
+        after = reloaded.get("/ui/approvals", params={"scope": SCOPE}).json()
+    assert after["approvals"] == []
+    assert _text(rest) == "Added."
+    assert (project / "TODO.md").read_text(encoding="utf-8") == "- купить семена\n- 澆水\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -90,3 +91,30 @@ def test_the_owner_picks_a_project_approves_one_write_and_denies_another(
     decisions = [m["decision"] for m in gateway.lore.session(SCOPE).messages if m["role"] == "tool"]
     assert [d["outcome"] for d in decisions] == ["approved", "refused"]
     assert gateway.lore.session(SCOPE).meta.extra["project"] == str(project)
+
+
+def test_a_question_survives_a_reload_and_can_still_be_approved(
+    page: object, gateway: Gateway, model: ScriptedProvider, project: Path
+) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    page.goto(gateway.url)
+    page.get_by_label("Token").fill(gateway.token)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_label("Project").select_option(str(project))
+    model.tool_call("write_file", {"path": "TODO.md", "content": "- 種番茄\n"}).reply("Done.")
+    page.get_by_placeholder("Message Lore").fill("replace my todo")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("group", name="Approval")).to_contain_text("overwrite TODO.md")
+
+    page.reload()
+    question = page.get_by_role("group", name="Approval")
+    expect(question).to_contain_text("write_file wants to overwrite TODO.md")
+    expect(page.get_by_label("Project")).to_have_value(str(project))
+    question.get_by_role("button", name="Approve").click()
+    expect(question).to_contain_text("Approved by john (web page)")
+    deadline = time.monotonic() + 15
+    while (project / "TODO.md").read_text(encoding="utf-8") != "- 種番茄\n":
+        assert time.monotonic() < deadline, "the approved write never happened"
+        time.sleep(0.05)

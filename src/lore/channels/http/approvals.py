@@ -7,8 +7,9 @@ exact diff or command line, the seconds left); the turn waits. The answer comes 
 `POST /ui/approvals/{id}` with `decision=approve` or `deny`, from the owner only (the
 page's login cookie, SameSite=Strict, or the owner's bearer token). No answer within
 `[tools] approval_timeout` is a no: the trust policy stops the wait, the question leaves
-the desk, and the stream says how each question ended (`lore.approval.settled`). Any
-other API client gets no approver, so an `ask` is refused with an error the model reads.
+the desk, and the stream says how each question ended (`lore.approval.settled`). A page
+opened again while a question waits finds it at `GET /ui/approvals?scope=`. Any other
+API client gets no approver, so an `ask` is refused with an error the model reads.
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ class _Question:
     id: str
     scope: str
     action: Action
+    seconds: float  # how long it waits in all
     answer: asyncio.Future[Approval] = field(repr=False)
+    deadline: float = 0.0  # on the event loop's clock
+
+    def asked(self) -> ApprovalAsked:
+        """The question as the stream shows it, with the seconds it has left."""
+        left = max(0.0, self.deadline - asyncio.get_running_loop().time())
+        return ApprovalAsked(self.id, self.scope, self.action, round(left, 1))
 
 
 @dataclass(frozen=True)
@@ -85,18 +93,21 @@ class Desk:
     def __init__(self) -> None:
         self._waiting: dict[str, _Question] = {}
 
-    def open(self, scope: str, action: Action) -> _Question:
+    def open(self, scope: str, action: Action, seconds: float) -> _Question:
+        loop = asyncio.get_running_loop()
         question = _Question(
-            secrets.token_urlsafe(16), scope, action, asyncio.get_running_loop().create_future()
+            secrets.token_urlsafe(16), scope, action, seconds, loop.create_future()
         )
+        question.deadline = loop.time() + seconds
         self._waiting[question.id] = question
         return question
 
     def close(self, question_id: str) -> None:
         self._waiting.pop(question_id, None)
 
-    def waiting(self) -> list[_Question]:
-        return list(self._waiting.values())
+    def waiting(self, scope: str | None = None) -> list[_Question]:
+        """The open questions, oldest first (of one scope, when given)."""
+        return [q for q in self._waiting.values() if scope is None or q.scope == scope]
 
     def refuse_all(self, why: str) -> None:
         """Answer no to every waiting question (the gateway is stopping)."""
@@ -125,7 +136,7 @@ class WebApprover:
         self.seconds = seconds
 
     async def approve(self, action: Action) -> Approval:
-        question = self.desk.open(self.scope, action)
+        question = self.desk.open(self.scope, action, self.seconds)
         self.show(ApprovalAsked(question.id, self.scope, action, self.seconds))
         settled = ApprovalSettled(question.id, "expired")
         try:

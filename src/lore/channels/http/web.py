@@ -296,4 +296,15 @@ async def decide(
     via = "api" if request.headers.get("authorization") else "web page"
     approval = Approval(decision == "approve", by=f"{client.author} ({via})")
     gateway(request).approvals.answer(question_id, approval)
-    return {"id": question_id, "outcome": "approved" if approval.approved else "declined"}
+    outcome = "approved" if approval.approved else "declined"
+    return {"id": question_id, "outcome": outcome, "by": approval.by}
+
+
+@router.get("/ui/approvals")
+async def waiting(request: Request, client: Caller, scope: Scope = None) -> dict[str, Any]:
+    """The questions still waiting in a conversation (for a page opened mid-turn)."""
+    if not client.is_owner:
+        raise Forbidden("only the owner may approve what a tool does")
+    found = client.check(scope or client.default_scope)
+    desk = gateway(request).approvals
+    return {"scope": found, "approvals": [q.asked().record() for q in desk.waiting(found)]}

@@ -31,9 +31,11 @@
       headers: {"Content-Type": "application/x-www-form-urlencoded"},
       body: "decision=" + decision,
     }).catch(function () { return null; });
+    const body = response ? await response.json().catch(() => ({})) : {};
     if (!response || !response.ok) {
-      const body = response ? await response.json().catch(() => ({})) : {};
       settle(id, (body.error && body.error.message) || "the answer did not arrive", "expired");
+    } else {
+      settle(id, SETTLED[body.outcome] + " by " + body.by, body.outcome);
     }
   }
 
@@ -70,7 +72,7 @@
       button.addEventListener("click", function () { decide(question.id, pair[1]); });
       element.appendChild(button);
     });
-    log.insertBefore(element, reply);
+    log.insertBefore(element, reply || null);
     log.scrollTop = log.scrollHeight;
     const timer = setTimeout(function () {
       settle(question.id, "No answer in time: refused.", "expired");
@@ -156,6 +158,12 @@
       }
     }
   }
+
+  // Opened again while a tool waits (a reload, another tab): its question is shown too.
+  fetch("/ui/approvals?scope=" + encodeURIComponent(form.dataset.scope), {credentials: "same-origin"})
+    .then(function (response) { return response.ok ? response.json() : {approvals: []}; })
+    .then(function (body) { body.approvals.forEach(function (q) { ask(q, null); }); })
+    .catch(function () {});
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
