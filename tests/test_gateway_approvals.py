@@ -289,3 +289,13 @@ def test_a_page_opened_again_finds_the_question_still_waiting(
     assert after["approvals"] == []
     assert _text(rest) == "Added."
     assert (project / "TODO.md").read_text(encoding="utf-8") == "- купить семена\n- 澆水\n"
+
+
+def test_the_transcript_page_shows_each_tool_runs_decision(
+    gateway: Gateway, model: ScriptedProvider, project: Path
+) -> None:
+    _ask_for_a_write(model, "Left it.")
+    with _page(gateway) as page:
+        _answer_first_question(gateway, _chat(page, "add watering", project=project), "deny")
+        html = page.get("/ui/sessions/live", params={"scope": SCOPE}).text
+    assert '<span class="decision refused">[refused: declined by john (web page)]</span>' in html

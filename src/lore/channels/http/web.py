@@ -141,7 +141,16 @@ async def transcript(
     access = _access(request, viewer, scope)
     page = access.transcript(session_id, limit=1000)
     summary = None if page["session"]["live"] else access.summary(session_id)
-    return _render(request, "transcript.html", scope=access.scope, page=page, summary=summary)
+    from lore.sessions.tools import describe_decision
+
+    return _render(
+        request,
+        "transcript.html",
+        scope=access.scope,
+        page=page,
+        summary=summary,
+        decision=describe_decision,
+    )
 
 
 @router.get("/ui/sessions/{session_id}/summary", response_class=HTMLResponse)
