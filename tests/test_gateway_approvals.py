@@ -299,3 +299,33 @@ def test_the_transcript_page_shows_each_tool_runs_decision(
         _answer_first_question(gateway, _chat(page, "add watering", project=project), "deny")
         html = page.get("/ui/sessions/live", params={"scope": SCOPE}).text
     assert '<span class="decision refused">[refused: declined by john (web page)]</span>' in html
+
+
+def test_stopping_the_gateway_refuses_a_waiting_question_instead_of_waiting_for_it(
+    config: Config, model: ScriptedProvider, clock: FixedClock, project: Path
+) -> None:
+    import threading
+    import time
+
+    lore = build(_owned(config, project), provider=model, clock=clock)  # waits 120 s
+    _ask_for_a_write(model, "Lore stopped before you answered; nothing changed.")
+    seen: list[dict[str, Any]] = []
+    with running_gateway(lore) as gateway:
+        page = _page(gateway)  # closed only once the reply has ended
+        events = _chat(page, "add watering", project=project)
+        next(e for e in events if e.get("object") == "lore.approval")
+        reader = threading.Thread(target=lambda: seen.extend(events))
+        reader.start()
+        started = time.monotonic()
+    reader.join(30)
+    stopped_after = time.monotonic() - started
+    page.close()
+    lore.db.close()
+    assert not reader.is_alive() and stopped_after < 60  # not the 120 s of the question
+    assert [e["outcome"] for e in seen if e.get("object") == "lore.approval.settled"] == [
+        "declined"
+    ]
+    assert _text(seen) == "Lore stopped before you answered; nothing changed."
+    assert (project / "TODO.md").read_text(encoding="utf-8") == "- купить семена\n"
+    (message,) = _tool_messages(lore)
+    assert message["decision"]["reason"] == "declined by no one (Lore was stopping)"
