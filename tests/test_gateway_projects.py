@@ -157,6 +157,7 @@ def test_a_guest_or_a_conversation_without_tools_cannot_choose_a_project(
     assert elsewhere.status_code == 400
     assert "not one of the owner's conversations" in elsewhere.json()["error"]["message"]
     assert "chat-project" not in picker
+    assert "File tools and projects work in your own conversations" in picker
     assert model.requests == []
 
 
@@ -174,3 +175,14 @@ def test_lore_chat_without_a_project_after_one_records_the_workspace(
 
     asyncio.run(turns())
     assert lore.session("cli:default").meta.extra["project"] is None
+
+
+def test_without_listed_folders_the_page_says_where_to_list_them(
+    config: Config, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    lore = build(_with_projects(config), provider=model, clock=clock)
+    with running_gateway(lore) as gateway, _page(gateway) as page:
+        html = page.get("/", params={"scope": SCOPE}).text
+    lore.db.close()
+    assert "chat-project" not in html
+    assert "list project folders in config.toml <code>[tools] projects</code>" in html

@@ -104,11 +104,13 @@ def _projects_context(request: Request, viewer: Client, scope: str) -> dict[str,
     from lore.tools.project import project_choices
 
     lore = gateway(request).lore
-    if not viewer.is_owner or not lore.config.is_owner_scope(scope):
-        return {"projects": [], "project": ""}
+    tools = viewer.is_owner and lore.config.is_owner_scope(scope)
+    if not tools:
+        return {"tools": False, "projects": [], "project": ""}
     meta = lore.sessions.live_meta(scope)
     current = meta.extra.get("project") if meta is not None else None
     return {
+        "tools": True,
         "projects": [str(path) for path in project_choices(lore.config)],
         "project": current or "",
     }
