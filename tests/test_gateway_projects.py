@@ -186,3 +186,15 @@ def test_without_listed_folders_the_page_says_where_to_list_them(
     lore.db.close()
     assert "chat-project" not in html
     assert "list project folders in config.toml <code>[tools] projects</code>" in html
+
+
+def test_projects_are_read_from_config_toml_with_the_home_folder_expanded(home: Path) -> None:
+    from lore.config import load_config
+
+    code = Path.home() / "code"  # the tests' own empty home
+    (code / "garden").mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[tools]\nprojects = ["~/code/*"]\n', encoding="utf-8")
+    config = load_config(env={"LORE_HOME": str(home), "USER": "john"})
+    assert config.tools.projects == ("~/code/*",)
+    assert project_choices(config) == [code.resolve() / "garden"]
