@@ -1,47 +1,423 @@
-"""The README's command-line transcripts, replayed: every block whose commands need no
-model (`lore memory …`) runs in one fresh home, in README order, and must print exactly
-what the README shows (dates and times aside)."""
+"""The README's transcripts, replayed: every block with a `$ ` command runs, command by
+command, in a fresh home (or the one an earlier block left, when its marker says so),
+with the clock pinned where the README's times need it and the model scripted at its
+boundary, and must print what the README shows. What truly varies from run to run
+(wall-clock stamps, random ids, tokens, paths) is normalised in one place, `VARIES`."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+import lore.runtime
 from lore.cli import main
+from lore.clock import FixedClock
+from lore.config import load_config
+from lore.llm.base import ChatRequest
+from lore.llm.scripted import ScriptedProvider
+from lore.llm.scripted import Step as ModelStep
+from lore.memory.extraction import EXTRACTION_PROMPT
+from lore.memory.session_summary import SUMMARY_PROMPT
+from tests.gateway_server import running_gateway
+from tests.test_damaged_database import _corrupt_memories_page, _fill
+from tests.test_forget_everywhere import _plant
+from tests.postgres_server import PostgresUnavailable, shared_server
+from tests.readme_transcripts import README, Step, Transcript, read_transcripts
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-REPLAYED = ("lore memory ",)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2})?")
+TRANSCRIPTS = read_transcripts()
+
+# The moment every replayed transcript happens (the README's reminder times count from it).
+NOW = datetime(2026, 11, 30, 19, 15, tzinfo=ZoneInfo("Asia/Taipei"))
+# Where the README's transcripts say Lore lives; the replay's real paths are shown as these.
+README_HOME = "/home/john"
+README_LORE_HOME = "/home/john/.local/share/lore"
+
+# What changes from run to run, and only that: each pattern is replaced by its label in
+# both the README's text and what Lore printed before they are compared.
+VARIES: list[tuple[re.Pattern[str], str]] = [
+    # Message and archive times come from the wall clock, not the pinned one.
+    (re.compile(r"\d{4}-\d{2}-\d{2}-\d{4}-"), "<date>-<hhmm>-"),
+    (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}"), "<date> <time>"),
+    (re.compile(r"\d{8}T\d{6}"), "<stamp>"),
+    # Session ids are random.
+    (re.compile(r"\b[0-9a-f]{32}\b"), "<session id>"),
+    (re.compile(r"(?<=session )[0-9a-f]{8}\b|(?<=--)[0-9a-f]{8}\b"), "<short id>"),
+    # The gateway's token is random.
+    (re.compile(r"^[A-Za-z0-9_-]{43}$", re.M), "<token>"),
+    # A table's digest covers the random session ids in it (`lore migrate`).
+    (re.compile(r"sha256 [0-9a-f]{16}"), "sha256 <digest>"),
+    # A compressed archive's size depends on the times inside it.
+    (re.compile(r"\d[\d,]* bytes"), "<size> bytes"),
+]
+_SESSION_ID = VARIES[3][0]
+
+# What the scripted model says beyond the replies the README shows: the kind of each
+# note extraction makes, and the summary of each closed session, by transcript.
+KINDS = {
+    "John lives in Hualien": "profile",
+    "John lives in Taipei (moved from Hualien)": "profile",
+    "John drinks an americano every morning": "preference",
+    "Alice lives in Hualien": "profile",
+}
+# Notes extraction makes in a conversation whose transcript cannot show them (HTTP).
+NOTED = {"openai-client": ["Alice lives in Hualien"]}
+SUMMARIES = {
+    "sessions": {
+        "slug": "redis-cache-for-api",
+        "summary": "Redis in front of Postgres for the API: 5 minute TTL, invalidate on writes.",
+        "key_messages": ["Let's do it with a 5 minute TTL and invalidate on writes."],
+    },
+}
 
 
-def _transcripts() -> list[tuple[str, str]]:
-    """(command, expected output) pairs from the replayable ```text blocks."""
-    pairs: list[tuple[str, str]] = []
-    for block in re.findall(r"```text\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
-        steps = re.split(r"^\$ ", block, flags=re.M)[1:]
-        commands = [step.split("\n", 1)[0] for step in steps]
-        if not steps or not all(c.startswith(REPLAYED) for c in commands):
-            continue
-        for step in steps:
-            command, _, output = step.partition("\n")
-            pairs.append((command, output))
-    return pairs
+def normalise(text: str) -> str:
+    for pattern, label in VARIES:
+        text = pattern.sub(label, text)
+    return text
 
 
-def test_the_readme_has_replayable_transcripts() -> None:
-    assert len(_transcripts()) >= 5
+class ReadmeModel:
+    """The model of the README's transcripts. Its chat replies are the ones the README
+    shows for the command being replayed: the whole reply of a `lore chat -m`, one line
+    per request for a program that asks several times. Extraction notes what the
+    command's `· noted` and `· updated` lines say (or `NOTED` for a conversation whose
+    notes are not shown); a closed session is summarised as `SUMMARIES` says."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+        self.replies: list[str] = []
+        self.notes: list[str] = []
+        self.extra_notes = list(NOTED.get(transcript.name, []))
+
+    def expect(self, step: Step) -> None:
+        rows = step.expected.splitlines()
+        self.notes = [row for row in rows if row.startswith("· ")]
+        replies = [row for row in rows if not row.startswith("· ")]
+        self.replies = ["\n".join(replies)] if step.command.startswith("lore chat") else replies
+
+    def provider(self) -> ScriptedProvider:
+        provider = ScriptedProvider(name="openai")
+        provider.default = self.answer
+        return provider
+
+    def answer(self, request: ChatRequest) -> ModelStep:
+        if request.system == EXTRACTION_PROMPT:
+            return ModelStep(text=json.dumps(self._extracted(), ensure_ascii=False))
+        if request.system == SUMMARY_PROMPT:
+            return ModelStep(text=json.dumps(SUMMARIES[self.transcript.name]))
+        assert self.replies, f"README.md:{self.transcript.line}: no reply left for the model"
+        return ModelStep(text=self.replies.pop(0))
+
+    def _extracted(self) -> list[dict[str, Any]]:
+        ops: list[dict[str, Any]] = []
+        notes, self.notes = self.notes, []
+        if self.extra_notes:
+            notes.append(f"· noted #0 {self.extra_notes.pop(0)}")
+        for row in notes:
+            if noted := re.fullmatch(r"· noted #\d+ (.*)", row):
+                content = noted.group(1)
+                ops.append({"op": "add", "content": content, "kind": KINDS.get(content, "fact")})
+            elif updated := re.fullmatch(r"· updated #(\d+) → #\d+ (.*)", row):
+                content = updated.group(2)
+                ops.append(
+                    {
+                        "op": "update",
+                        "id": int(updated.group(1)),
+                        "content": content,
+                        "kind": KINDS.get(content, "fact"),
+                    }
+                )
+        return ops
 
 
-def test_the_readme_transcripts_print_what_they_show(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass
+class Homes:
+    """The homes the replay made, by name, and the paths shown in their place."""
+
+    root: Path
+    fake_home: Path
+
+    def lore_home(self, name: str) -> Path:
+        return self.root / "homes" / name
+
+    def shown(self, text: str, lore_home: Path) -> str:
+        """`text` with the replay's real paths written as the README writes them."""
+        for real, shown in (
+            (str(lore_home), README_LORE_HOME),
+            (str(self.fake_home), README_HOME),
+            (str(self.root / "tmp"), "/tmp"),
+        ):
+            text = text.replace(real, shown)
+        return text
+
+    def command(self, command: str) -> list[str]:
+        """The command's arguments as a shell would pass them (`~`, and /tmp kept apart)."""
+        words = shlex.split(command)
+        return [
+            str(self.fake_home) + word[1:]
+            if word.startswith("~/")
+            else str(self.root / "tmp") + word[4:]
+            if word.startswith("/tmp/")
+            else word
+            for word in words
+        ]
+
+
+def _damaged_database(replay: Replay) -> None:
+    """400 memories, then a page of their table and the pages of two of its indexes
+    overwritten."""
+    config = load_config()
+    _fill(config)
+    _corrupt_memories_page(config.db_path)
+
+
+def _copies_everywhere(replay: Replay) -> None:
+    """A fact with copies in every place a real Lore puts them: an archived session and
+    its summary, a daily note, the history, USER.md and its git history, reminders, the
+    log, the search index."""
+    from lore.logs import configure_logging
+
+    config = load_config()
+    configure_logging(config.home)
+    _plant(config)
+    assert main(["index", "rebuild"]) == 0
+
+
+def _postgres(replay: Replay) -> None:
+    """An empty PostgreSQL database, which the README calls postgresql://lore@db.internal/lore."""
+    try:
+        url = shared_server().create_database()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL cannot start here: {exc}")
+    replay.aliases["postgresql://lore@db.internal/lore"] = url
+
+
+# What a block's marker can ask to have done to its home before it is replayed.
+SETUPS: dict[str, Callable[[Replay], None]] = {
+    "damaged-db": _damaged_database,
+    "copies-everywhere": _copies_everywhere,
+    "postgres": _postgres,
+}
+
+
+@dataclass
+class Replay:
+    """One home's replay: its clock, the ids the README stands for, and the gateway that
+    shell commands (curl, a Python client) talk to, started when first needed."""
+
+    homes: Homes
+    lore_home: Path
+    capsys: pytest.CaptureFixture[str]
+    clock: FixedClock = field(default_factory=lambda: FixedClock(NOW))
+    ids: dict[str, str] = field(default_factory=dict)
+    # What the README writes for a real value the replay made (a database URL).
+    aliases: dict[str, str] = field(default_factory=dict)
+    model: ReadmeModel | None = None
+    stack: ExitStack = field(default_factory=ExitStack)
+    port: int = 0
+
+    def run(self, block: Transcript, step: Step) -> str:
+        """What `step` prints, its real paths, port and ids shown as the README's."""
+        command = step.command
+        for shown, real in {**self.ids, **self.aliases}.items():
+            command = command.replace(shown, real)
+        words = shlex.split(command)
+        if words == ["lore", "serve"]:
+            printed = self._serve(step.expected)
+        elif words[0] == "lore":
+            main(self.homes.command(command)[1:])
+            out, err = self.capsys.readouterr()
+            printed = out + err
+        else:
+            printed = self._shell(block, command)
+        printed = self.homes.shown(printed, self.lore_home)
+        if self.port:
+            printed = printed.replace(f"127.0.0.1:{self.port}", "127.0.0.1:8765")
+        for shown, real in self.aliases.items():
+            printed = printed.replace(real, shown)
+        # A later command may name an id this one printed: the README's id stands for it.
+        for shown, real in zip(
+            _SESSION_ID.findall(step.expected), _SESSION_ID.findall(printed), strict=False
+        ):
+            self.ids[shown] = real
+            self.ids[shown[:8]] = real[:8]
+        return printed
+
+    def _serve(self, expected: str) -> str:
+        """`lore serve` in its own process: what it prints until the README's `^C`, then
+        Ctrl+C, then what it prints as it stops."""
+        before, _, after = expected.partition("^C\n")
+        self.port = _free_port()
+        config = self.lore_home / "config.toml"
+        self.lore_home.mkdir(parents=True, exist_ok=True)
+        config.write_text(f"[api]\nport = {self.port}\n", encoding="utf-8")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lore", "serve"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert process.stdout is not None
+        try:
+            printed = "".join(process.stdout.readline() for _ in before.splitlines())
+            process.send_signal(signal.SIGINT)
+            printed += "^C\n" + process.stdout.read()
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+            process.wait()
+        return printed if after else printed.partition("^C\n")[0]
+
+    def _shell(self, block: Transcript, command: str) -> str:
+        """A shell command against a gateway serving this home, the README's port its."""
+        if not self.port:
+            main(["serve", "--show-token"])
+            token = self.capsys.readouterr().out.strip()
+            assert self.model is not None
+            served = lore.runtime.build(
+                load_config(), provider=self.model.provider(), clock=self.clock
+            )
+            gateway = self.stack.enter_context(running_gateway(served, token=token))
+            self.port = int(gateway.url.rsplit(":", 1)[1])
+        work = self.homes.root / "work"
+        work.mkdir(exist_ok=True)
+        for name, source in PROGRAMS.items():
+            (work / name).write_text(source.replace("8765", str(self.port)), encoding="utf-8")
+        # Each command runs in its own shell; what one exports, the next one sees.
+        script = f". ./.env 2>/dev/null\n{command.replace('8765', str(self.port))}\n"
+        script += "status=$?; export -p > .env; exit $status"
+        done = subprocess.run(
+            ["bash", "-c", script],
+            cwd=work,
+            env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        printed = done.stdout + done.stderr
+        # The next prompt starts on a line of its own in the README.
+        return printed if printed.endswith("\n") or not printed else printed + "\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _programs() -> dict[str, str]:
+    """The README's Python examples that a transcript runs, by the file name it runs."""
+    text = README.read_text(encoding="utf-8")
+    programs = {}
+    for source in re.findall(r"```python\n(.*?)```", text, re.S):
+        if "from openai import OpenAI" in source:
+            programs["chat.py"] = source
+    return programs
+
+
+PROGRAMS = _programs()
+
+
+def _replayable(transcript: Transcript) -> bool:
+    return not transcript.skip
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Homes:
+    fake_home = Path(str(Path.home()))  # conftest's stand-in for $HOME
+    (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("LORE_USER", "john")
     monkeypatch.setenv("LORE_TIMEZONE", "Asia/Taipei")
-    for command, expected in _transcripts():
-        main(shlex.split(command)[1:])
-        out, err = capsys.readouterr()
-        printed = _DATE.sub("<date>", out + err)
-        assert printed == _DATE.sub("<date>", expected), command
+    monkeypatch.setenv("LORE_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-replay")
+    return Homes(tmp_path, fake_home)
+
+
+def test_every_transcript_is_read_with_its_marker() -> None:
+    names = [t.name for t in TRANSCRIPTS]
+    assert len(TRANSCRIPTS) >= 10
+    assert len(set(names)) == len(names), "two transcripts share a name"
+    for transcript in TRANSCRIPTS:
+        assert transcript.steps, transcript.name
+        homes = {t.name for t in TRANSCRIPTS[: TRANSCRIPTS.index(transcript) + 1]}
+        assert transcript.home in homes, f"{transcript.name}: home={transcript.home} comes later"
+        assert not transcript.setup or transcript.setup in SETUPS, transcript.setup
+
+
+def test_the_skipped_transcripts_are_few_and_say_why(capsys: pytest.CaptureFixture[str]) -> None:
+    skipped = [t for t in TRANSCRIPTS if t.skip]
+    with capsys.disabled():
+        print(
+            f"\nREADME transcripts: {len(TRANSCRIPTS) - len(skipped)} replayed, "
+            f"{len(skipped)} skipped"
+        )
+        for transcript in skipped:
+            print(f"  skipped README.md:{transcript.line}: {transcript.skip}")
+    assert len(skipped) <= 4
+
+
+@pytest.mark.parametrize(
+    "transcript",
+    [
+        pytest.param(t, marks=[pytest.mark.postgres] if t.setup == "postgres" else [], id=t.name)
+        for t in TRANSCRIPTS
+        if _replayable(t)
+    ],
+)
+def test_the_readme_transcript_prints_what_it_shows(
+    transcript: Transcript,
+    homes: Homes,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Replay every block up to this one that shares its home, in README order.
+    chain = [t for t in TRANSCRIPTS[: TRANSCRIPTS.index(transcript) + 1] if t.home == transcript.home]
+    lore_home = homes.lore_home(transcript.home)
+    monkeypatch.setenv("LORE_HOME", str(lore_home))
+    replay = Replay(homes, lore_home, capsys)
+    real_build = lore.runtime.build
+    with replay.stack:
+        for block in chain:
+            model = replay.model = ReadmeModel(block)
+            provider = model.provider()
+            monkeypatch.setattr(
+                lore.runtime,
+                "build",
+                lambda config, **_: real_build(config, provider=provider, clock=replay.clock),
+            )
+            if block.setup:
+                SETUPS[block.setup](replay)
+                capsys.readouterr()
+            for step in block.steps:
+                model.expect(step)
+                printed = replay.run(block, step)
+                if block is transcript:
+                    assert matches(printed, step.expected), (
+                        f"README.md:{block.line}: $ {step.command}\nprinted:\n{printed}"
+                    )
+
+
+def matches(printed: str, expected: str) -> bool:
+    """Equal once what varies is normalised. JSON is compared without its spacing, and
+    where the README shows `...` for fields left out, the rest must appear in order."""
+    printed, expected = normalise(printed), normalise(expected)
+    if not expected.startswith("{"):
+        return printed == expected
+    pattern = ".*?".join(re.escape(re.sub(r"\s+", "", part)) for part in expected.split("..."))
+    return re.fullmatch(pattern, re.sub(r"\s+", "", printed), re.S) is not None
