@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pexpect
 import pytest
 
+import lore.clock
 import lore.runtime
 from lore.cli import main
 from lore.clock import FixedClock
@@ -34,10 +36,11 @@ from lore.llm.scripted import Step as ModelStep
 from lore.memory.extraction import EXTRACTION_PROMPT
 from lore.memory.session_summary import SUMMARY_PROMPT
 from tests.gateway_server import running_gateway
-from tests.test_damaged_database import _corrupt_memories_page, _fill
-from tests.test_forget_everywhere import _plant
+from tests.openai_server import FakeOpenAI
 from tests.postgres_server import PostgresUnavailable, shared_server
 from tests.readme_transcripts import README, Step, Transcript, read_transcripts
+from tests.test_damaged_database import _corrupt_memories_page, _fill
+from tests.test_forget_everywhere import _plant
 
 TRANSCRIPTS = read_transcripts()
 
@@ -51,8 +54,6 @@ README_LORE_HOME = "/home/john/.local/share/lore"
 # both the README's text and what Lore printed before they are compared.
 VARIES: list[tuple[re.Pattern[str], str]] = [
     # Message and archive times come from the wall clock, not the pinned one.
-    (re.compile(r"\d{4}-\d{2}-\d{2}-\d{4}-"), "<date>-<hhmm>-"),
-    (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}"), "<date> <time>"),
     (re.compile(r"\d{8}T\d{6}"), "<stamp>"),
     # Session ids are random.
     (re.compile(r"\b[0-9a-f]{32}\b"), "<session id>"),
@@ -64,7 +65,7 @@ VARIES: list[tuple[re.Pattern[str], str]] = [
     # A compressed archive's size depends on the times inside it.
     (re.compile(r"\d[\d,]* bytes"), "<size> bytes"),
 ]
-_SESSION_ID = VARIES[3][0]
+_SESSION_ID = VARIES[1][0]
 
 # What the scripted model says beyond the replies the README shows: the kind of each
 # note extraction makes, and the summary of each closed session, by transcript.
@@ -86,6 +87,7 @@ SUMMARIES = {
 
 
 def normalise(text: str) -> str:
+    """`text` with what varies written as `VARIES` labels it."""
     for pattern, label in VARIES:
         text = pattern.sub(label, text)
     return text
@@ -165,6 +167,11 @@ class Homes:
             text = text.replace(real, shown)
         return text
 
+    def real(self, text: str, lore_home: Path) -> str:
+        """`text` with the README's paths written as the replay's real ones."""
+        text = text.replace(README_LORE_HOME, str(lore_home))
+        return text.replace(README_HOME, str(self.fake_home))
+
     def command(self, command: str) -> list[str]:
         """The command's arguments as a shell would pass them (`~`, and /tmp kept apart)."""
         words = shlex.split(command)
@@ -207,11 +214,20 @@ def _postgres(replay: Replay) -> None:
     replay.aliases["postgresql://lore@db.internal/lore"] = url
 
 
+def _garden(replay: Replay) -> None:
+    """A project folder, ~/garden, with a README and a to-do list."""
+    garden = replay.homes.fake_home / "garden"
+    garden.mkdir()
+    (garden / "README.md").write_text("# Garden\n\nWater the tomatoes daily.\n")
+    (garden / "TODO.md").write_text("- buy seeds\n")
+
+
 # What a block's marker can ask to have done to its home before it is replayed.
 SETUPS: dict[str, Callable[[Replay], None]] = {
     "damaged-db": _damaged_database,
     "copies-everywhere": _copies_everywhere,
     "postgres": _postgres,
+    "garden": _garden,
 }
 
 
@@ -231,6 +247,10 @@ class Replay:
     stack: ExitStack = field(default_factory=ExitStack)
     port: int = 0
 
+    def provider(self) -> ScriptedProvider:
+        assert self.model is not None
+        return self.model.provider()
+
     def run(self, block: Transcript, step: Step) -> str:
         """What `step` prints, its real paths, port and ids shown as the README's."""
         command = step.command
@@ -239,6 +259,8 @@ class Replay:
         words = shlex.split(command)
         if words == ["lore", "serve"]:
             printed = self._serve(step.expected)
+        elif words[:2] == ["lore", "chat"] and "-m" not in words:
+            printed = self._terminal(self.homes.command(command), step.expected)
         elif words[0] == "lore":
             main(self.homes.command(command)[1:])
             out, err = self.capsys.readouterr()
@@ -283,15 +305,62 @@ class Replay:
             process.wait()
         return printed if after else printed.partition("^C\n")[0]
 
+    def _terminal(self, args: list[str], expected: str) -> str:
+        """The terminal chat in a real pty, against a local OpenAI-compatible server that
+        answers as the README shows: each `› ` line is typed, each line after it must be
+        drawn, in order (a `y` after `Allow? [y/N]` is typed too)."""
+        server = FakeOpenAI().start()
+        self.stack.callback(server.stop)
+        banner, *typed = re.split(r"^› ", expected, flags=re.M)
+        turns = [(turn.split("\n", 1)[0], turn.split("\n", 1)[1].splitlines()) for turn in typed]
+        for text, rows in turns:
+            if not text.startswith("/"):
+                _script_turn(server, rows)
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "TERM": "xterm",
+            "PROMPT_TOOLKIT_NO_CPR": "1",
+        }
+        chat = pexpect.spawn(
+            sys.executable,
+            ["-m", "lore", *args[1:]],
+            env=env,
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(50, 250),
+        )
+        row = ""
+        try:
+            for row in banner.splitlines():
+                chat.expect(_drawn(self.homes.real(row, self.lore_home)))
+            for text, rows in turns:
+                row = "›"
+                chat.expect(row)
+                chat.sendline(text)
+                for row in rows:
+                    if answer := row.removeprefix("Allow? [y/N] "):
+                        if answer != row:
+                            chat.expect(_drawn("Allow? [y/N]"))
+                            chat.sendline(answer)
+                            continue
+                    chat.expect(_drawn(self.homes.real(row, self.lore_home)))
+            chat.expect("›")
+            chat.sendcontrol("d")
+            chat.expect(pexpect.EOF)
+        except pexpect.ExceptionPexpect:
+            drawn = _ANSI.sub("", str(chat.before))
+            return f"{drawn}\n(the terminal never drew {row!r})\n"
+        finally:
+            chat.close(force=True)
+        return expected
+
     def _shell(self, block: Transcript, command: str) -> str:
         """A shell command against a gateway serving this home, the README's port its."""
         if not self.port:
             main(["serve", "--show-token"])
             token = self.capsys.readouterr().out.strip()
-            assert self.model is not None
-            served = lore.runtime.build(
-                load_config(), provider=self.model.provider(), clock=self.clock
-            )
+            served = lore.runtime.build(load_config())
             gateway = self.stack.enter_context(running_gateway(served, token=token))
             self.port = int(gateway.url.rsplit(":", 1)[1])
         work = self.homes.root / "work"
@@ -312,6 +381,33 @@ class Replay:
         printed = done.stdout + done.stderr
         # The next prompt starts on a line of its own in the README.
         return printed if printed.endswith("\n") or not printed else printed + "\n"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def _drawn(text: str) -> str:
+    """A pattern for `text` as a terminal draws it: escape sequences (colour, cursor
+    moves) may sit between any two characters, and the line may be wrapped; what
+    `VARIES` names may be anything."""
+    gap = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\r|\n)*"
+    for pattern, _ in VARIES:
+        text = pattern.sub("\0", text)
+    return gap.join(r"\S+" if char == "\0" else re.escape(char) for char in text)
+
+
+def _script_turn(server: FakeOpenAI, rows: list[str]) -> None:
+    """Queue the model's side of one typed turn: the tool calls its `↳` lines show, the
+    reply (what follows the last of them), then the extraction its `· noted` lines show."""
+    calls = [i for i, row in enumerate(rows) if row.startswith("  ↳ ")]
+    for index in calls:
+        name, _, arguments = rows[index].removeprefix("  ↳ ").partition(" ")
+        server.tool_call(name, json.loads(arguments))
+    after = rows[calls[-1] + 1 :] if calls else rows
+    server.reply("\n".join(row for row in after if not row.startswith("· ")))
+    model = ReadmeModel(Transcript("terminal", 0, "terminal"))
+    model.expect(Step("lore chat", "\n".join(rows)))
+    server.reply(json.dumps(model._extracted()))
 
 
 def _free_port() -> int:
@@ -387,20 +483,24 @@ def test_the_readme_transcript_prints_what_it_shows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Replay every block up to this one that shares its home, in README order.
-    chain = [t for t in TRANSCRIPTS[: TRANSCRIPTS.index(transcript) + 1] if t.home == transcript.home]
+    chain = [
+        t for t in TRANSCRIPTS[: TRANSCRIPTS.index(transcript) + 1] if t.home == transcript.home
+    ]
     lore_home = homes.lore_home(transcript.home)
     monkeypatch.setenv("LORE_HOME", str(lore_home))
     replay = Replay(homes, lore_home, capsys)
     real_build = lore.runtime.build
+    # Every runtime a command builds gets the README's model and the pinned clock, and
+    # whatever asks the system's clock gets the pinned one too.
+    monkeypatch.setattr(
+        lore.runtime,
+        "build",
+        lambda config, **_: real_build(config, provider=replay.provider(), clock=replay.clock),
+    )
+    monkeypatch.setattr(lore.clock.SystemClock, "now", lambda self: replay.clock.now())
     with replay.stack:
         for block in chain:
             model = replay.model = ReadmeModel(block)
-            provider = model.provider()
-            monkeypatch.setattr(
-                lore.runtime,
-                "build",
-                lambda config, **_: real_build(config, provider=provider, clock=replay.clock),
-            )
             if block.setup:
                 SETUPS[block.setup](replay)
                 capsys.readouterr()
@@ -421,3 +521,47 @@ def matches(printed: str, expected: str) -> bool:
         return printed == expected
     pattern = ".*?".join(re.escape(re.sub(r"\s+", "", part)) for part in expected.split("..."))
     return re.fullmatch(pattern, re.sub(r"\s+", "", printed), re.S) is not None
+
+
+def test_a_marker_names_a_block_shares_a_home_or_skips_it() -> None:
+    text = """
+<!-- transcript: first -->
+```text
+$ lore memory add "x"
+Noted #1: x
+```
+
+<!-- transcript: second, home=first, setup=garden -->
+```console
+$ curl -s -d '{"a": 1}' \\
+    localhost:8765/api
+{"b": 2}
+```
+
+<!-- transcript: skip (needs a real Telegram bot) -->
+```text
+$ lore serve
+```
+
+```sh
+lore memory list     # no prompt: not a transcript
+```
+
+```text
+$ lore memory list
+```
+"""
+    first, second, skipped, unmarked = read_transcripts(text)
+    assert (first.name, first.home, first.steps[0].expected) == ("first", "first", "Noted #1: x\n")
+    assert (second.home, second.setup) == ("first", "garden")
+    assert second.steps[0].command == """curl -s -d '{"a": 1}' localhost:8765/api"""
+    assert skipped.skip == "needs a real Telegram bot"
+    assert unmarked.name == unmarked.home == f"line-{unmarked.line}" and not unmarked.skip
+
+
+def test_what_varies_is_all_that_is_normalised() -> None:
+    assert matches("Reminder #1 set, in 13 h 45 min.\n", "Reminder #1 set, in 13 h 45 min.\n")
+    assert not matches("Reminder #1 set, in 13 h 44 min.\n", "Reminder #1 set, in 13 h 45 min.\n")
+    assert matches("session 0123abcd\n", "session 6fb2f8f9\n")
+    assert matches('{"id":1,"text":"x","due":"y"}', '{"id": 1, ..., "due": "y"}\n')
+    assert not matches('{"id":2,"text":"x"}', '{"id": 1, ...}\n')
