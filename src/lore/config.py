@@ -332,6 +332,8 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
 }
 _MIN_CONTEXT_WINDOW = 2048
+
+
 def _login_name() -> str:
     """Who is logged in, when the environment does not say (cron, systemd, `env -i`)."""
     try:
