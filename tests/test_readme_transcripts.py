@@ -287,7 +287,8 @@ class Replay:
         self.port = _free_port()
         config = self.lore_home / "config.toml"
         self.lore_home.mkdir(parents=True, exist_ok=True)
-        config.write_text(f"[api]\nport = {self.port}\n", encoding="utf-8")
+        with config.open("a", encoding="utf-8") as settings:  # after the commented template
+            settings.write(f"\n[api]\nport = {self.port}\n")
         process = subprocess.Popen(
             [sys.executable, "-m", "lore", "serve"],
             stdout=subprocess.PIPE,
