@@ -515,9 +515,14 @@ def test_the_readme_transcript_prints_what_it_shows(
 
 
 def matches(printed: str, expected: str) -> bool:
-    """Equal once what varies is normalised. JSON is compared without its spacing, and
-    where the README shows `...` for fields left out, the rest must appear in order."""
+    """Equal once what varies is normalised. A line that is only `…` stands for lines
+    left out. JSON is compared without its spacing, and where the README shows `...`
+    for fields left out, the rest must appear in order."""
     printed, expected = normalise(printed), normalise(expected)
+    if re.search(r"^\s*…$", expected, re.M):  # a line of its own: lines left out
+        parts = re.split(r"^\s*…\n", expected, flags=re.M)
+        pattern = "(?:.*\n)*?".join(re.escape(part) for part in parts)
+        return re.fullmatch(pattern, printed) is not None
     if not expected.startswith("{"):
         return printed == expected
     pattern = ".*?".join(re.escape(re.sub(r"\s+", "", part)) for part in expected.split("..."))
@@ -566,3 +571,5 @@ def test_what_varies_is_all_that_is_normalised() -> None:
     assert matches("session 0123abcd\n", "session 6fb2f8f9\n")
     assert matches('{"id":1,"text":"x","due":"y"}', '{"id": 1, ..., "due": "y"}\n')
     assert not matches('{"id":2,"text":"x"}', '{"id": 1, ...}\n')
+    assert matches("a\nb\nc\nd\n", "a\n  …\nd\n") and matches("a\nd\n", "a\n…\nd\n")
+    assert not matches("a\nb\nc\n", "a\n…\nd\n")
