@@ -119,32 +119,28 @@ class ReadmeModel:
 
     def answer(self, request: ChatRequest) -> ModelStep:
         if request.system == EXTRACTION_PROMPT:
-            return ModelStep(text=json.dumps(self._extracted(), ensure_ascii=False))
+            return ModelStep(text=json.dumps(self.extracted(), ensure_ascii=False))
         if request.system == SUMMARY_PROMPT:
             return ModelStep(text=json.dumps(SUMMARIES[self.transcript.name]))
         assert self.replies, f"README.md:{self.transcript.line}: no reply left for the model"
         return ModelStep(text=self.replies.pop(0))
 
-    def _extracted(self) -> list[dict[str, Any]]:
+    def extracted(self) -> list[dict[str, Any]]:
+        """The operations extraction answers with, once per command."""
         ops: list[dict[str, Any]] = []
-        notes, self.notes = self.notes, []
-        if self.extra_notes:
-            notes.append(f"· noted #0 {self.extra_notes.pop(0)}")
-        for row in notes:
+        for row in self.notes:
             if noted := re.fullmatch(r"· noted #\d+ (.*)", row):
-                content = noted.group(1)
-                ops.append({"op": "add", "content": content, "kind": KINDS.get(content, "fact")})
+                ops.append(_note(noted.group(1)))
             elif updated := re.fullmatch(r"· updated #(\d+) → #\d+ (.*)", row):
-                content = updated.group(2)
-                ops.append(
-                    {
-                        "op": "update",
-                        "id": int(updated.group(1)),
-                        "content": content,
-                        "kind": KINDS.get(content, "fact"),
-                    }
-                )
+                ops.append(_note(updated.group(2)) | {"op": "update", "id": int(updated.group(1))})
+        if self.extra_notes:
+            ops.append(_note(self.extra_notes.pop(0)))
+        self.notes = []
         return ops
+
+
+def _note(content: str) -> dict[str, Any]:
+    return {"op": "add", "content": content, "kind": KINDS.get(content, "fact")}
 
 
 @dataclass
@@ -408,7 +404,7 @@ def _script_turn(server: FakeOpenAI, rows: list[str]) -> None:
     server.reply("\n".join(row for row in after if not row.startswith("· ")))
     model = ReadmeModel(Transcript("terminal", 0, "terminal"))
     model.expect(Step("lore chat", "\n".join(rows)))
-    server.reply(json.dumps(model._extracted()))
+    server.reply(json.dumps(model.extracted()))
 
 
 def _free_port() -> int:
