@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -291,15 +293,27 @@ class Replay:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        assert process.stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+
+        def read() -> None:
+            for row in process.stdout or []:
+                lines.put(row)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        printed = ""
         try:
-            printed = "".join(process.stdout.readline() for _ in before.splitlines())
+            for _ in before.splitlines():
+                printed += lines.get(timeout=60)
             process.send_signal(signal.SIGINT)
-            printed += "^C\n" + process.stdout.read()
             assert process.wait(timeout=30) == 0
+        except queue.Empty:
+            printed += "(nothing more within a minute)\n"
         finally:
             process.kill()
             process.wait()
+            reader.join()
+        printed += "^C\n" + "".join(lines.queue)  # what it printed as it stopped
         return printed if after else printed.partition("^C\n")[0]
 
     def _terminal(self, args: list[str], expected: str) -> str:
