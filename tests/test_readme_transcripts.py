@@ -433,8 +433,7 @@ def _programs() -> dict[str, str]:
     comment naming its file (`# chat.py`), by that name."""
     text = README.read_text(encoding="utf-8")
     return {
-        name: source
-        for name, source in re.findall(r"```python\n# (\w+\.py)\n(.*?)```", text, re.S)
+        name: source for name, source in re.findall(r"```python\n# (\w+\.py)\n(.*?)```", text, re.S)
     }
 
 
