@@ -220,12 +220,27 @@ def _garden(replay: Replay) -> None:
     (garden / "TODO.md").write_text("- buy seeds\n")
 
 
+def _family_group(replay: Replay) -> None:
+    """A family group on LINE where Amy noted mom's flight and David corrected it."""
+    runtime = lore.runtime.build(load_config())
+    scope, now = "line:group:C1…", replay.clock.now()
+    flight = "Mom's flight lands Thursday 3 PM"
+    said, _ = runtime.memory.remember(
+        scope, flight, kind="plan", author="Amy 美美", via="tool", now=now
+    )
+    runtime.memory.supersede(
+        scope, said.id, "Mom's flight lands Thursday 5 PM", author="David", via="tool", now=now
+    )
+    runtime.close()
+
+
 # What a block's marker can ask to have done to its home before it is replayed.
 SETUPS: dict[str, Callable[[Replay], None]] = {
     "damaged-db": _damaged_database,
     "copies-everywhere": _copies_everywhere,
     "postgres": _postgres,
     "garden": _garden,
+    "family-group": _family_group,
 }
 
 
