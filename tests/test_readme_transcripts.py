@@ -252,6 +252,7 @@ class Replay:
     homes: Homes
     lore_home: Path
     capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch
     clock: FixedClock = field(default_factory=lambda: FixedClock(NOW))
     ids: dict[str, str] = field(default_factory=dict)
     # What the README writes for a real value the replay made (a database URL).
@@ -264,7 +265,7 @@ class Replay:
         assert self.model is not None
         return self.model.provider()
 
-    def run(self, block: Transcript, step: Step) -> str:
+    def run(self, step: Step) -> str:
         """What `step` prints, its real paths, port and ids shown as the README's."""
         command = step.command
         for shown, real in {**self.ids, **self.aliases}.items():
@@ -279,7 +280,7 @@ class Replay:
             out, err = self.capsys.readouterr()
             printed = out + err
         else:
-            printed = self._shell(block, command)
+            printed = self._shell(command)
         printed = self.homes.shown(printed, self.lore_home)
         if self.port:
             printed = printed.replace(f"127.0.0.1:{self.port}", "127.0.0.1:8765")
@@ -297,11 +298,11 @@ class Replay:
         """`lore serve` in its own process: what it prints until the README's `^C`, then
         Ctrl+C, then what it prints as it stops."""
         before, _, after = expected.partition("^C\n")
-        self.port = _free_port()
+        port = _free_port()
         config = self.lore_home / "config.toml"
         self.lore_home.mkdir(parents=True, exist_ok=True)
         with config.open("a", encoding="utf-8") as settings:  # after the commented template
-            settings.write(f"\n[api]\nport = {self.port}\n")
+            settings.write(f"\n[api]\nport = {port}\n")
         process = subprocess.Popen(
             [sys.executable, "-m", "lore", "serve"],
             stdout=subprocess.PIPE,
@@ -329,6 +330,7 @@ class Replay:
             process.wait()
             reader.join()
         printed += "^C\n" + "".join(lines.queue)  # what it printed as it stopped
+        printed = printed.replace(f"127.0.0.1:{port}/", "127.0.0.1:8765/")
         return printed if after else printed.partition("^C\n")[0]
 
     def _terminal(self, args: list[str], expected: str) -> str:
@@ -381,9 +383,11 @@ class Replay:
             chat.close(force=True)
         return expected
 
-    def _shell(self, block: Transcript, command: str) -> str:
-        """A shell command against a gateway serving this home, the README's port its."""
-        if not self.port:
+    def _shell(self, command: str) -> str:
+        """A shell command in a work folder holding the README's programs; against a
+        gateway serving this home when it talks to one (on the README's port, as far as
+        the command can tell). What it exports, later commands see, as in one shell."""
+        if not self.port and ("8765" in command or any(name in command for name in PROGRAMS)):
             main(["serve", "--show-token"])
             token = self.capsys.readouterr().out.strip()
             served = lore.runtime.build(load_config())
@@ -393,9 +397,9 @@ class Replay:
         work.mkdir(exist_ok=True)
         for name, source in PROGRAMS.items():
             (work / name).write_text(source.replace("8765", str(self.port)), encoding="utf-8")
-        # Each command runs in its own shell; what one exports, the next one sees.
-        script = f". ./.env 2>/dev/null\n{command.replace('8765', str(self.port))}\n"
-        script += "status=$?; export -p > .env; exit $status"
+        script = (
+            f"{command.replace('8765', str(self.port))}\nstatus=$?; env -0 > .env; exit $status"
+        )
         done = subprocess.run(
             ["bash", "-c", script],
             cwd=work,
@@ -404,9 +408,17 @@ class Replay:
             text=True,
             timeout=120,
         )
+        for entry in (work / ".env").read_text(encoding="utf-8").split("\0"):
+            name, _, value = entry.partition("=")
+            if name and name not in _SHELL_OWN and os.environ.get(name) != value:
+                self.monkeypatch.setenv(name, value)
         printed = done.stdout + done.stderr
         # The next prompt starts on a line of its own in the README.
         return printed if printed.endswith("\n") or not printed else printed + "\n"
+
+
+# What a shell sets for itself, not exported by the command it ran.
+_SHELL_OWN = {"PATH", "PWD", "OLDPWD", "SHLVL", "_"}
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
@@ -513,7 +525,7 @@ def test_the_readme_transcript_prints_what_it_shows(
     ]
     lore_home = homes.lore_home(transcript.home)
     monkeypatch.setenv("LORE_HOME", str(lore_home))
-    replay = Replay(homes, lore_home, capsys)
+    replay = Replay(homes, lore_home, capsys, monkeypatch)
     real_build = lore.runtime.build
     # Every runtime a command builds gets the README's model and the pinned clock, and
     # whatever asks the system's clock gets the pinned one too.
@@ -531,7 +543,7 @@ def test_the_readme_transcript_prints_what_it_shows(
                 capsys.readouterr()
             for step in block.steps:
                 model.expect(step)
-                printed = replay.run(block, step)
+                printed = replay.run(step)
                 if block is transcript:
                     assert matches(printed, step.expected), (
                         f"README.md:{block.line}: $ {step.command}\nprinted:\n{printed}"
