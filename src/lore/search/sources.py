@@ -414,7 +414,7 @@ def index_live(index: SearchIndex, session: LiveSession, *, zone: tzinfo = UTC) 
     the session is archived, when its transcript is indexed afresh as one source."""
     meta = session.meta
     messages = session.messages
-    known = index.source_records("message").get(meta.session_id)
+    known = index.source_record("message", meta.session_id)
     if known is not None and known.digest != _LIVE:
         return 0  # archived already (a close that stopped midway): the archive has it
     done = 0 if known is None else known.size
