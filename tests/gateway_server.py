@@ -14,6 +14,7 @@ import uvicorn
 
 from lore.channels.http import create_app
 from lore.channels.http.auth import Clients
+from lore.channels.http.server import GatewayServer
 from lore.runtime import Runtime
 
 OWNER_TOKEN = "owner-token-for-tests"
@@ -40,7 +41,8 @@ def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gate
     sock.listen(128)
     port = sock.getsockname()[1]
     app = create_app(lore, clients=Clients(token, lore.config))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = GatewayServer(config, app.state.gateway.approvals)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15

@@ -92,6 +92,8 @@ class ToolsConfig:
     exec_timeout: float = 30.0  # seconds before a command is killed
     output_cap: int = 16_000  # characters of a tool's output the model gets
     approval_timeout: float = 120.0  # seconds to wait for the owner's answer; then no
+    # Folders the web page and API may open as a project ("DIR/*": each folder in DIR).
+    projects: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for table in ("trust", "exec_rules", "file_rules"):

@@ -68,6 +68,7 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.exec_timeout": "seconds before a command the exec tool runs is stopped",
     "tools.output_cap": "characters of a tool's output the model gets",
     "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
+    "tools.projects": 'folders the web page may open as a project; "DIR/*": each folder in DIR',
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
 }

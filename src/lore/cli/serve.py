@@ -189,6 +189,7 @@ def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
 
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
+    from lore.channels.http.server import GatewayServer
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
@@ -200,4 +201,5 @@ def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
         "/mcp, /docs; token: lore serve --show-token",
         file=sys.stderr,
     )
-    return uvicorn.Server(config)
+    # Stopping refuses any tool still waiting for the page's Approve / Deny.
+    return GatewayServer(config, app.state.gateway.approvals)

@@ -98,8 +98,9 @@ class TurnRunner:
         session = lore.session(inbound.scope)
         session.refresh()
         project = str(inbound.project) if inbound.project is not None else None
-        if project is not None and session.meta.extra.get("project") != project:
-            session.update_meta(extra={"project": project})
+        recorded = session.meta.extra.get("project")
+        if recorded != project and (project is not None or recorded is not None):
+            session.update_meta(extra={"project": project})  # None: back in the workspace
         ctx = tool_context(lore, session, inbound, approver)
         now_iso = ctx.now.astimezone(UTC).isoformat(timespec="seconds")
         user = _user_message(inbound, ctx.now)

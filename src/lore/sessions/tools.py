@@ -25,6 +25,7 @@ __all__ = [
     "SessionHistoryTool",
     "SessionListTool",
     "archived_sessions",
+    "describe_decision",
     "render_page",
 ]
 
@@ -218,14 +219,14 @@ def render_message(number: int, message: Message, zone: tzinfo) -> str:
         head += f" {message.get('name', 'tool')}"
         decision = message.get("decision")
         if isinstance(decision, dict):
-            head += f" [{_decision(decision)}]"
+            head += f" [{describe_decision(decision)}]"
     lines = [f"{head}: {_cut(content_text(message.get('content')))}"]
     for call in message.get("tool_calls") or []:
         lines.append(f"    → {call.get('name', '?')}({_cut(str(call.get('arguments', '')))})")
     return "\n".join(lines)
 
 
-def _decision(decision: dict[str, str]) -> str:
+def describe_decision(decision: dict[str, str]) -> str:
     """What the trust policy decided for a tool run, as one phrase."""
     outcome = decision.get("outcome", "?")
     if outcome == "approved":

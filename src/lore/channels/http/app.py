@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from lore import __version__
 from lore.channels.http.auth import Clients, Forbidden, Unauthorized
 from lore.channels.http.context import Gateway, error_response
+from lore.channels.http.server import STOPPING
 from lore.channels.http.turns import Turns
 from lore.errors import (
     ConfigError,
@@ -61,7 +62,9 @@ def create_app(
             if mcp_server is not None:
                 await stack.enter_async_context(mcp_server.session_manager.run())
             yield
-            # Replies whose client left, then their after-turn work, finish before exit.
+            # Replies whose client left, then their after-turn work, finish before exit;
+            # a tool still waiting for Approve / Deny is refused rather than waited for.
+            state.approvals.refuse_all(STOPPING)
             await asyncio.gather(*state.running, return_exceptions=True)
             if "background" in lore.__dict__:
                 await lore.background.drain()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from lore.channels.http.approvals import Desk
 from lore.channels.http.auth import Client, Clients
 from lore.channels.http.turns import Turns
 
@@ -29,6 +30,8 @@ class Gateway:
     turns: Turns
     # Replies still running after their client went away: kept so they finish.
     running: set[asyncio.Task[None]] = field(default_factory=set)
+    # Tools waiting for the owner's Approve / Deny on the web page.
+    approvals: Desk = field(default_factory=Desk)
 
 
 def gateway(request: Request) -> Gateway:

@@ -6,6 +6,11 @@ rest is ignored (taking it again would double the history). The scope is the
 `X-Lore-Session` header, else `api:<user>` from the `user` field, else the client's
 default. Tool calls run inside Lore and are never shown; the reply comes back as a
 `chat.completion`, or as `chat.completion.chunk` server-sent events ending `[DONE]`.
+
+A tool that must ask the owner first is refused (an error the model reads and explains),
+unless the owner's streamed request opts in with `X-Lore-Approvals: stream`: then the
+question comes in the stream and waits for `POST /ui/approvals/{id}` (see approvals.py).
+The owner may name a project folder (`"project"` in the body) from `[tools] projects`.
 """
 
 from __future__ import annotations
@@ -14,14 +19,22 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from lore.channels.http.auth import Client
+from lore.channels.http.approvals import (
+    OPT_IN,
+    ApprovalAsked,
+    ApprovalSettled,
+    Notice,
+    WebApprover,
+)
+from lore.channels.http.auth import Client, Forbidden
 from lore.channels.http.context import Gateway, caller, error_response, gateway
 from lore.errors import InvalidInputError
 from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
@@ -45,6 +58,7 @@ class ChatRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     user: str | None = None
+    project: str | None = None  # a folder from [tools] projects; the owner's token only
 
 
 @router.get("/v1/models")
@@ -61,13 +75,16 @@ async def chat_completions(
     request: Request,
     client: Annotated[Client, Depends(caller)],
     x_lore_session: Annotated[str | None, Header()] = None,
+    x_lore_approvals: Annotated[str | None, Header()] = None,
 ) -> JSONResponse | StreamingResponse:
     text = _new_user_text(body.messages)
     user = (body.user or "").strip()
     scope = client.check(_scope(x_lore_session, user, client))
     author = user or client.author
     state = gateway(request)
-    reply = _Reply(state, scope, author, text, client)
+    project = _project(state, client, scope, body.project)
+    asks = body.stream and client.is_owner and (x_lore_approvals or "").strip() == OPT_IN
+    reply = _Reply(state, scope, author, text, client, project=project, asks=asks)
     if body.stream:
         return StreamingResponse(
             reply.chunks(body.model),
@@ -92,6 +109,21 @@ def _scope(header: str | None, user: str, client: Client) -> str:
     return client.default_scope
 
 
+def _project(state: Gateway, client: Client, scope: str, name: str | None) -> Path | None:
+    if not name or not name.strip():
+        return None
+    from lore.tools.project import choose_project
+
+    if not client.is_owner:
+        raise Forbidden("only the owner's token may choose a project")
+    if not state.lore.config.is_owner_scope(scope):
+        raise InvalidInputError(
+            f"{scope!r} is not one of the owner's conversations (cli:*, owner_scopes), "
+            "where the file tools work; a project needs one"
+        )
+    return choose_project(state.lore.config, name)
+
+
 def _new_user_text(messages: list[ChatMessage]) -> str:
     last = messages[-1]
     if last.role != "user":
@@ -108,23 +140,46 @@ def _new_user_text(messages: list[ChatMessage]) -> str:
 class _Reply:
     """One turn's events, consumed either all at once or as a stream of chunks."""
 
-    def __init__(self, state: Gateway, scope: str, author: str, text: str, client: Client) -> None:
+    def __init__(
+        self,
+        state: Gateway,
+        scope: str,
+        author: str,
+        text: str,
+        client: Client,
+        *,
+        project: Path | None = None,
+        asks: bool = False,
+    ) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
-        self._events: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._events: asyncio.Queue[Event | Notice | None] = asyncio.Queue()
         trust: Trust = "owner" if client.is_owner else "guest"
-        task = asyncio.create_task(self._run(state, scope, author, text, trust))
+        approver = None
+        if asks:
+            seconds = state.lore.config.tools.approval_timeout
+            approver = WebApprover(state.approvals, scope, self._events.put_nowait, seconds=seconds)
+        run = state.turns.send(
+            scope,
+            author,
+            text,
+            self._events.put_nowait,
+            trust=trust,
+            approver=approver,
+            project=project,
+        )
+        task = asyncio.create_task(self._run(run))
         # The turn finishes (and is saved) even if the client hangs up mid-reply.
         state.running.add(task)
         task.add_done_callback(state.running.discard)
 
-    async def _run(self, state: Gateway, scope: str, author: str, text: str, trust: Trust) -> None:
+    async def _run(self, run: Awaitable[None]) -> None:
         try:
-            await state.turns.send(scope, author, text, self._events.put_nowait, trust=trust)
+            await run
         finally:
             self._events.put_nowait(None)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncIterator[Event | Notice]:
         while (event := await self._events.get()) is not None:
             yield event
 
@@ -141,7 +196,9 @@ class _Reply:
     async def chunks(self, model: str) -> AsyncIterator[str]:
         yield self._chunk(model, {"role": "assistant", "content": ""})
         async for event in self.events():
-            if isinstance(event, TextDelta) and event.text:
+            if isinstance(event, ApprovalAsked | ApprovalSettled):
+                yield f"data: {json.dumps(event.record(), ensure_ascii=False)}\n\n"
+            elif isinstance(event, TextDelta) and event.text:
                 yield self._chunk(model, {"content": event.text})
             elif isinstance(event, ReplyFinished):
                 yield self._chunk(model, {}, finish="stop")

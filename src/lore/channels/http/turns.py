@@ -10,12 +10,14 @@ owner-only tools. Every outcome, a failure included, comes back as an event.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.errors import LoreError
 from lore.events import Emit, Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
+    from lore.core.approval import Approver
     from lore.runtime import Runtime
 
 __all__ = ["Turns"]
@@ -30,11 +32,22 @@ class Turns:
         self._lore = lore
 
     async def send(
-        self, scope: str, author: str, text: str, emit: Emit, *, trust: Trust = "owner"
+        self,
+        scope: str,
+        author: str,
+        text: str,
+        emit: Emit,
+        *,
+        trust: Trust = "owner",
+        approver: Approver | None = None,
+        project: Path | None = None,
     ) -> None:
-        """Run `text` as a turn (or a slash command) in `scope`; its events go to `emit`."""
+        """Run `text` as a turn (or a slash command) in `scope`; its events go to `emit`.
+        A tool that asks first asks `approver` (None: it is refused); `project` is the
+        folder the tools work in (already checked against the allowed ones)."""
+        inbound = Inbound(scope, CHANNEL, author, text, trust, project=project)
         try:
-            await self._lore.bus.send(Inbound(scope, CHANNEL, author, text, trust), emit)
+            await self._lore.bus.send(inbound, emit, approver)
         except LoreError as exc:
             emit(ReplyFailed(str(exc)))
         except Exception:  # a bug must not take the server down, nor leak a trace

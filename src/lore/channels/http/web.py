@@ -5,8 +5,9 @@ with the token (kept in an HttpOnly, SameSite=Strict cookie); pick a conversatio
 its memory block exactly as the model sees it; search, add, edit and forget memories
 (with each one's history and the message it came from); set and cancel reminders; read
 sessions and follow a summary to its transcript; chat, with the reply streamed from the
-OpenAI-compatible endpoint. Fragments answer htmx requests; a refused input is shown in
-place, never as a raw error.
+OpenAI-compatible endpoint, in a project folder picked from `[tools] projects`, with
+Approve / Deny buttons when a tool asks first. Fragments answer htmx requests; a refused
+input is shown in place, never as a raw error.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from lore.channels.http.access import ScopeAccess, known_scopes
-from lore.channels.http.auth import Client, Unauthorized
+from lore.channels.http.auth import Client, Forbidden, Unauthorized
 from lore.channels.http.context import COOKIE, caller, gateway
-from lore.errors import LoreError
+from lore.core.approval import Approval
+from lore.errors import InvalidInputError, LoreError
 
 __all__ = ["mount_static", "router"]
 
@@ -93,7 +95,25 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
         **_memories_context(access),
         reminders=access.reminders(),
         sessions=access.sessions(),
+        **_projects_context(request, viewer, access.scope),
     )
+
+
+def _projects_context(request: Request, viewer: Client, scope: str) -> dict[str, Any]:
+    """The project picker: the owner's conversations only, the folders config allows."""
+    from lore.tools.project import project_choices
+
+    lore = gateway(request).lore
+    tools = viewer.is_owner and lore.config.is_owner_scope(scope)
+    if not tools:
+        return {"tools": False, "projects": [], "project": ""}
+    meta = lore.sessions.live_meta(scope)
+    current = meta.extra.get("project") if meta is not None else None
+    return {
+        "tools": True,
+        "projects": [str(path) for path in project_choices(lore.config)],
+        "project": current or "",
+    }
 
 
 @router.post("/login")
@@ -123,7 +143,16 @@ async def transcript(
     access = _access(request, viewer, scope)
     page = access.transcript(session_id, limit=1000)
     summary = None if page["session"]["live"] else access.summary(session_id)
-    return _render(request, "transcript.html", scope=access.scope, page=page, summary=summary)
+    from lore.sessions.tools import describe_decision
+
+    return _render(
+        request,
+        "transcript.html",
+        scope=access.scope,
+        page=page,
+        summary=summary,
+        decision=describe_decision,
+    )
 
 
 @router.get("/ui/sessions/{session_id}/summary", response_class=HTMLResponse)
@@ -257,3 +286,36 @@ async def cancel_reminder(
 async def sessions(request: Request, client: Caller, scope: Scope = None) -> Response:
     access = _access(request, client, scope)
     return _render(request, "_sessions.html", scope=access.scope, sessions=access.sessions())
+
+
+# -- approvals --------------------------------------------------------------------------
+
+
+@router.post("/ui/approvals/{question_id}")
+async def decide(
+    request: Request,
+    question_id: str,
+    client: Caller,
+    decision: Annotated[str, Form()] = "",
+) -> dict[str, str]:
+    """The owner's answer to a tool waiting in a streamed reply: approve or deny."""
+    if not client.is_owner:
+        raise Forbidden("only the owner may approve what a tool does")
+    if decision not in ("approve", "deny"):
+        raise InvalidInputError("decision must be approve or deny")
+    # The page logs in with its cookie; a program answering for the owner sends the token.
+    via = "api" if request.headers.get("authorization") else "web page"
+    approval = Approval(decision == "approve", by=f"{client.author} ({via})")
+    gateway(request).approvals.answer(question_id, approval)
+    outcome = "approved" if approval.approved else "declined"
+    return {"id": question_id, "outcome": outcome, "by": approval.by}
+
+
+@router.get("/ui/approvals")
+async def waiting(request: Request, client: Caller, scope: Scope = None) -> dict[str, Any]:
+    """The questions still waiting in a conversation (for a page opened mid-turn)."""
+    if not client.is_owner:
+        raise Forbidden("only the owner may approve what a tool does")
+    found = client.check(scope or client.default_scope)
+    desk = gateway(request).approvals
+    return {"scope": found, "approvals": [q.asked().record() for q in desk.waiting(found)]}
