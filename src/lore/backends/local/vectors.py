@@ -110,14 +110,16 @@ class VectorMatrix:
         return self.ids[candidates[best]], scores[best]
 
     def rows(self, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not len(ids) or self.count == 0:
+            return {}
+        # One searchsorted and one conversion for every asked id, not one per id.
         known = self.ids[: self.count]
-        found: dict[int, Vectors] = {}
-        for entry_id in ids:
-            at = int(np.searchsorted(known, entry_id))
-            if at < self.count and known[at] == entry_id:
-                row = self.codes[at].astype(np.float32) * self.inverse_norms[at]
-                found[entry_id] = row
-        return found
+        wanted = np.asarray(ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(known, wanted), self.count - 1)
+        hit = known[at] == wanted
+        at = at[hit]
+        rows = self.codes[at].astype(np.float32) * self.inverse_norms[at, None]
+        return dict(zip(wanted[hit].tolist(), rows, strict=True))
 
     # -- inside ---------------------------------------------------------------------------
 
