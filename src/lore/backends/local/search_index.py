@@ -331,6 +331,8 @@ class SearchIndex:
         fetch = limit + 8 if share < _TAG_SHARE else int(limit / max(share, 0.05)) + 16
         parts = bm25.units(expression)
         common = self._common(parts)
+        if len(common) == len(parts) > 1:  # every unit common: the rarest finds the rows
+            del common[min(common, key=common.__getitem__)]
         if common and len(common) < len(parts):
             found = self._pruned(parts, common, scoped, scopes, limit, fetch, now)
             if found is not None:
@@ -341,21 +343,23 @@ class SearchIndex:
     def _pruned(
         self,
         parts: list[str],
-        common: list[str],
+        counts: dict[str, int],
         scoped: str,
         scopes: Sequence[str],
         limit: int,
         fetch: int,
         now: float,
     ) -> list[int] | None:
-        """The best `limit` rows ranking only rows that hold a unit outside `common`, or
-        None when rows holding only common units might be among them."""
+        """The best `limit` rows ranking only rows that hold a unit outside the common ones
+        (`counts`: the rows holding each), or None when rows holding only common units
+        might be among them."""
         # Entry ids are the FTS rowids: the largest is at least the table's row count.
         (newest,) = self._db.conn.execute(
             "SELECT coalesce(max(id), 0) FROM search_entries"
         ).fetchone()
         rows = max(int(newest), 1)
-        bounds = {u: bm25.term_bound(rows, self._frequencies[u]) for u in common}
+        bounds = {u: bm25.term_bound(rows, count) for u, count in counts.items()}
+        common = list(counts)
         for _ in range(2):
             rare = " OR ".join(u for u in parts if u not in common)
             both = f"{scoped}({rare}) AND ({' OR '.join(common)})"
@@ -410,25 +414,27 @@ class SearchIndex:
                 return found
             fetch *= 4
 
-    def _common(self, parts: Sequence[str]) -> list[str]:
-        """The one-phrase units found in more than `_COMMON_ROWS` rows. Counts are kept
-        per process until something is removed: a count that has since grown only makes
-        a unit's bound larger than it is (see `_pruned`)."""
+    def _common(self, parts: Sequence[str]) -> dict[str, int]:
+        """The one-phrase units found in more than `_COMMON_ROWS` rows, with how many.
+        Counts are kept per process until something is removed: a count that has since
+        grown only makes a unit's bound larger than it is (see `_pruned`)."""
         generation = self._generation_now()
         if generation != self._frequencies_at or len(self._frequencies) > 10_000:
-            self._frequencies.clear()
+            self._frequencies = {}
             self._frequencies_at = generation
-        common = []
+        known = self._frequencies
+        common = {}
         for unit in parts:
             if not bm25.is_one_phrase(unit):
                 continue
-            if unit not in self._frequencies:
+            count = known.get(unit)
+            if count is None:
                 (count,) = self._db.conn.execute(
                     "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (unit,)
                 ).fetchone()
-                self._frequencies[unit] = int(count)
-            if self._frequencies[unit] > _COMMON_ROWS:
-                common.append(unit)
+                known[unit] = count = int(count)
+            if count > _COMMON_ROWS:
+                common[unit] = count
         return common
 
     def _generation_now(self) -> int:
