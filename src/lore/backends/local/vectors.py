@@ -177,10 +177,18 @@ class VectorMatrix:
         distance = np.zeros(self.count, dtype=np.uint16)
         for word in range(self.bits.shape[0]):
             distance += np.bitwise_count(self.bits[word, : self.count] ^ query_bits[word])
-        distance[~live] = np.iinfo(np.uint16).max
+        far = self.bits.shape[0] * 64 + 1  # past any real distance
+        distance[~live] = far
         wide = min(wide, self.count)
+        # Distances are small integers: count them, find the distance the `wide` nearest
+        # reach, and take the rows within it (ties at that distance: the first ones). A
+        # partition of every row would cost several times more.
+        reached = np.cumsum(np.bincount(distance, minlength=far + 1))
+        edge = int(np.searchsorted(reached, wide))
+        inside = np.flatnonzero(distance < edge)
+        at_edge = np.flatnonzero(distance == edge)[: wide - len(inside)]
         # In row order: the exact scores then read the int8 rows front to back.
-        return np.sort(np.argpartition(distance, wide - 1)[:wide]).astype(np.int64)
+        return np.sort(np.concatenate([inside, at_edge])).astype(np.int64)
 
 
 def _norms(block: NDArray[np.int8]) -> NDArray[np.float32]:
