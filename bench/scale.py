@@ -386,9 +386,28 @@ def vector_recall(index: Any, asked: Sequence[str], limit: int = 50) -> dict[str
     return {"limit": limit, "mean": statistics.mean(overlap), "min": min(overlap)}
 
 
+def text_exactness(index: Any, asked: Sequence[str], limit: int = 50) -> dict[str, int]:
+    """How many queries get the same text ranking with common words left to score only
+    what rarer words find as with every matching row ranked."""
+    import lore.backends.local.search_index as store
+
+    same = 0
+    for query in asked:
+        fast = index.text_search([SCOPE], query, limit=limit, now=NOW.timestamp())
+        kept, store._COMMON_ROWS = store._COMMON_ROWS, 10**12
+        try:
+            full = index.text_search([SCOPE], query, limit=limit, now=NOW.timestamp())
+        finally:
+            store._COMMON_ROWS = kept
+        same += fast == full
+    return {"limit": limit, "same": same, "queries": len(asked)}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from lore.search import searcher
 
+    global LOCOMO
+    LOCOMO = args.locomo or LOCOMO
     sizes = [int(s) for s in args.sizes.split(",")]
     turns, questions = locomo_turns_and_questions()
     questions = questions or [sentence(random.Random(i)) for i in range(200)]
@@ -429,6 +448,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             result["vector_recall"] = vector_recall(searcher(lores[largest]).index, asked)
         except TypeError:  # a Lore from before the two-stage search: nothing to compare
+            pass
+        try:
+            result["text_exact"] = text_exactness(searcher(lores[largest]).index, asked)
+        except AttributeError:  # a Lore from before common words were pruned
             pass
         idle_embed = [ms(embedder.embed_queries, [q]) for q in asked]
         print("timing with one core busy…", file=sys.stderr)
@@ -513,6 +536,12 @@ def render(result: dict[str, Any]) -> str:
             f" {recall['mean']:.1%} of the exact top {recall['limit']} (worst query"
             f" {recall['min']:.0%})"
         )
+    if "text_exact" in result:
+        exact = result["text_exact"]
+        lines.append(
+            f"text ranking at {max(int(s) for s in sizes):,}: top {exact['limit']} the same as"
+            f" ranking every matching row for {exact['same']} of {exact['queries']} queries"
+        )
     if "block" in result:
         block = result["block"]
         lines.append(
@@ -538,6 +567,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=1000, help="texts embedded for real")
     parser.add_argument("--db-rows", type=int, default=1_000_000)
     parser.add_argument("--block-scope-rows", type=int, default=100_000)
+    parser.add_argument(
+        "--locomo", type=Path, default=None, help="folder of locomo-dev.json (texts, questions)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result = run(args)

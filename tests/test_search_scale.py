@@ -103,6 +103,27 @@ def test_expired_rows_are_never_returned_in_either_stage() -> None:
         assert len(ids) == 50 and ids.max() <= 1500
 
 
+def test_the_first_stage_keeps_the_rows_nearest_by_sign_bits_and_skips_expired_ones() -> None:
+    vectors = clustered(3000, seed=4)
+    matrix = VectorMatrix(exact_rows=1000, shortlist=200)
+    matrix.append(rows_of(vectors[:2000]))
+    matrix.append(rows_of(vectors[2000:], first_id=2001, expires=NOW - 1))
+    query = vectors[17]
+    live = matrix.expires[: matrix.count] > NOW
+    picked = matrix._shortlist(query, live, 300)
+    assert len(picked) == 300 and list(picked) == sorted(picked)
+    assert live[picked].all()
+    # The same distances counted row by row: nothing left out is nearer than what was kept.
+    assert matrix.centre is not None
+    scale = 127.0 / float(np.abs(query).max())
+    signs = (query * scale > matrix.centre)[None, :]
+    rows = matrix.codes[: matrix.count].astype(np.float32) > matrix.centre
+    distance = (rows != signs).sum(axis=1)
+    distance[~live] = 10**6
+    left_out = np.setdiff1d(np.arange(matrix.count), picked)
+    assert distance[picked].max() <= distance[left_out].min()
+
+
 def test_a_stored_row_comes_back_as_a_unit_vector() -> None:
     vectors = clustered(20)
     matrix = VectorMatrix()

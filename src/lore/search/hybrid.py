@@ -179,7 +179,8 @@ def search(
             fused[entry_id] = fused.get(entry_id, 0.0) + 1.0 / (fusion.rrf_k + rank)
     # A session's messages (a file's chunks) are indexed in order, in one transaction,
     # so their entry ids are consecutive: an entry's neighbours are id - 1 and id + 1.
-    reach = max(1, fusion.window)
+    # Without a query vector there is no window to read: only the lift's neighbours.
+    reach = max(1, fusion.window) if vector is not None else 1
     nearby = {i + d for i in fused for d in range(-reach, reach + 1)}
     entries = index.fetch(sorted(nearby | fused.keys()))
     allowed = set(scopes)

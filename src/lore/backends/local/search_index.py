@@ -21,6 +21,7 @@ from contextlib import contextmanager
 import numpy as np
 from numpy.typing import NDArray
 
+from lore.backends.local import bm25
 from lore.backends.local.database import Database
 from lore.backends.local.vectors import VectorMatrix
 from lore.embed import Embedder, Vectors, quantise
@@ -36,6 +37,8 @@ _RANK = "bm25(0.0, 2.0, 2.0, 0.75)"
 _LOAD_ROWS = 4096
 # Below this share of the index, a search names its scopes inside the MATCH.
 _TAG_SHARE = 0.5
+# A query unit held by more rows than this may be left to score only what rarer units find.
+_COMMON_ROWS = 1000
 
 
 def scope_tag(scope: str) -> str:
@@ -59,6 +62,8 @@ class SearchIndex:
         self._sizes: dict[str, int] = {}  # entries per scope, for `_scope_share`
         self._total = 0
         self._sizes_at = -1
+        self._frequencies: dict[str, int] = {}  # rows holding a query unit, see `_common`
+        self._frequencies_at = -1
 
     @property
     def db(self) -> Database:
@@ -317,29 +322,132 @@ class SearchIndex:
         of it, that term would only cost a walk through its whole posting list (every
         entry of the scope, at every query), so the best rows of the whole index are
         taken instead, scoped by the join, asking again for more when too few were theirs.
-        Both give the same ranking: the scope term has weight 0 in the BM25 weights."""
+        Both give the same ranking: the scope term has weight 0 in the BM25 weights.
+
+        Words found in more than `_COMMON_ROWS` rows only score the rows the query's rarer
+        words find, when the best of those already outscore anything the common words
+        could add up to (`lore.backends.local.bm25`); otherwise every matching row is
+        ranked. The ranking is the same either way; the first costs a fraction."""
         expression = match_expression(query)
         if expression is None or not scopes or limit <= 0:
             return []
         share = self._scope_share(scopes)
+        scoped = ""
         if share < _TAG_SHARE:
             tags = " OR ".join(f'"{scope_tag(s)}"' for s in scopes)
-            expression = f"scope_tag: ({tags}) AND ({expression})"
-        marks = ",".join("?" * len(scopes))
+            scoped = f"scope_tag: ({tags}) AND "
         fetch = limit + 8 if share < _TAG_SHARE else int(limit / max(share, 0.05)) + 16
+        parts = bm25.units(expression)
+        common = self._common(parts)
+        if len(common) == len(parts) > 1:  # every unit common: the rarest finds the rows
+            del common[min(common, key=common.__getitem__)]
+        if common and len(common) < len(parts):
+            found = self._pruned(parts, common, scoped, scopes, limit, fetch, now)
+            if found is not None:
+                return found
+        ranked = self._ranked(f"{scoped}({expression})", None, scopes, limit, fetch, now)
+        return [entry_id for entry_id, _ in ranked[:limit]]
+
+    def _pruned(
+        self,
+        parts: list[str],
+        counts: dict[str, int],
+        scoped: str,
+        scopes: Sequence[str],
+        limit: int,
+        fetch: int,
+        now: float,
+    ) -> list[int] | None:
+        """The best `limit` rows ranking only rows that hold a unit outside the common ones
+        (`counts`: the rows holding each), or None when rows holding only common units
+        might be among them."""
+        # Entry ids are the FTS rowids: the largest is at least the table's row count.
+        (newest,) = self._db.conn.execute(
+            "SELECT coalesce(max(id), 0) FROM search_entries"
+        ).fetchone()
+        rows = max(int(newest), 1)
+        bounds = {u: bm25.term_bound(rows, count) for u, count in counts.items()}
+        common = list(counts)
+        for _ in range(2):
+            rare = " OR ".join(u for u in parts if u not in common)
+            both = f"{scoped}({rare}) AND ({' OR '.join(common)})"
+            ranked = self._ranked(both, f"{scoped}({rare})", scopes, limit, fetch, now)
+            worst = -ranked[limit - 1][1] if len(ranked) >= limit else 0.0
+            if bm25.below(sum(bounds[u] for u in common), worst):
+                return [entry_id for entry_id, _ in ranked[:limit]]
+            # The limit-th score only grows as rare units join: the commonest units whose
+            # bounds stay below it now will stay below it then.
+            common = bm25.droppable(common, bounds, worst)
+            if not common:
+                return None
+        return None
+
+    def _ranked(
+        self,
+        expression: str,
+        rare: str | None,
+        scopes: Sequence[str],
+        limit: int,
+        fetch: int,
+        now: float,
+    ) -> list[tuple[int, float]]:
+        """(id, rank) of the best rows of these scopes matching `expression`, best first,
+        at least `limit` of them when there are. With `rare`, the rows matching `rare`
+        join them at their own rank (a row matching both keeps the better, full one)."""
+        marks = ",".join("?" * len(scopes))
+        best = "SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? AND rank MATCH ?"
+        if rare is None:
+            inner = f"{best} ORDER BY rank LIMIT ?"
+        else:
+            inner = (
+                f"SELECT rowid, min(rank) AS rank FROM (SELECT * FROM ({best} ORDER BY rank"
+                f" LIMIT ?) UNION ALL SELECT * FROM ({best} ORDER BY rank LIMIT ?))"
+                " GROUP BY rowid ORDER BY rank, rowid LIMIT ?"
+            )
         while True:
+            if rare is None:
+                params: tuple[object, ...] = (expression, _RANK, fetch)
+            else:
+                params = (expression, _RANK, fetch, rare, _RANK, fetch, fetch)
             rows = self._db.conn.execute(
-                "SELECT f.rowid, e.id IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > ?)"
-                " FROM (SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ?"
-                " AND rank MATCH ? ORDER BY rank LIMIT ?) f"
+                "SELECT f.rowid, f.rank,"
+                " e.id IS NOT NULL AND (e.expires_at IS NULL OR e.expires_at > ?)"
+                f" FROM ({inner}) f"
                 f" LEFT JOIN search_entries e ON e.id = f.rowid AND e.scope IN ({marks})"
                 " ORDER BY f.rank, f.rowid",
-                (now, expression, _RANK, fetch, *scopes),
+                (now, *params, *scopes),
             ).fetchall()
-            found = [int(r[0]) for r in rows if r[1]]
+            found = [(int(r[0]), float(r[1])) for r in rows if r[2]]
             if len(found) >= limit or len(rows) < fetch:
-                return found[:limit]
+                return found
             fetch *= 4
+
+    def _common(self, parts: Sequence[str]) -> dict[str, int]:
+        """The one-phrase units found in more than `_COMMON_ROWS` rows, with how many.
+        Counts are kept per process until something is removed: a count that has since
+        grown only makes a unit's bound larger than it is (see `_pruned`)."""
+        generation = self._generation_now()
+        if generation != self._frequencies_at or len(self._frequencies) > 10_000:
+            self._frequencies = {}
+            self._frequencies_at = generation
+        known = self._frequencies
+        common = {}
+        for unit in parts:
+            if not bm25.is_one_phrase(unit):
+                continue
+            count = known.get(unit)
+            if count is None:
+                (count,) = self._db.conn.execute(
+                    "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (unit,)
+                ).fetchone()
+                known[unit] = count = int(count)
+            if count > _COMMON_ROWS:
+                common[unit] = count
+        return common
+
+    def _generation_now(self) -> int:
+        row = self._db.conn.execute("SELECT value FROM search_state WHERE key = 'generation'")
+        return int(row.fetchone()[0])
 
     def _scope_share(self, scopes: Sequence[str]) -> float:
         """About what part of the index these scopes hold (counted once per process, again
@@ -435,8 +543,7 @@ class SearchIndex:
 
     def _sync_caches(self) -> None:
         """Drop every cached matrix when something was removed since it was loaded."""
-        row = self._db.conn.execute("SELECT value FROM search_state WHERE key = 'generation'")
-        generation = int(row.fetchone()[0])
+        generation = self._generation_now()
         if generation != self._generation:
             self._caches.clear()
             self._generation = generation

@@ -110,14 +110,16 @@ class VectorMatrix:
         return self.ids[candidates[best]], scores[best]
 
     def rows(self, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not len(ids) or self.count == 0:
+            return {}
+        # One searchsorted and one conversion for every asked id, not one per id.
         known = self.ids[: self.count]
-        found: dict[int, Vectors] = {}
-        for entry_id in ids:
-            at = int(np.searchsorted(known, entry_id))
-            if at < self.count and known[at] == entry_id:
-                row = self.codes[at].astype(np.float32) * self.inverse_norms[at]
-                found[entry_id] = row
-        return found
+        wanted = np.asarray(ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(known, wanted), self.count - 1)
+        hit = known[at] == wanted
+        at = at[hit]
+        rows = self.codes[at].astype(np.float32) * self.inverse_norms[at, None]
+        return dict(zip(wanted[hit].tolist(), rows, strict=True))
 
     # -- inside ---------------------------------------------------------------------------
 
@@ -175,10 +177,18 @@ class VectorMatrix:
         distance = np.zeros(self.count, dtype=np.uint16)
         for word in range(self.bits.shape[0]):
             distance += np.bitwise_count(self.bits[word, : self.count] ^ query_bits[word])
-        distance[~live] = np.iinfo(np.uint16).max
+        far = self.bits.shape[0] * 64 + 1  # past any real distance
+        distance[~live] = far
         wide = min(wide, self.count)
+        # Distances are small integers: count them, find the distance the `wide` nearest
+        # reach, and take the rows within it (ties at that distance: the first ones). A
+        # partition of every row would cost several times more.
+        reached = np.cumsum(np.bincount(distance, minlength=far + 1))
+        edge = int(np.searchsorted(reached, wide))
+        inside = np.flatnonzero(distance < edge)
+        at_edge = np.flatnonzero(distance == edge)[: wide - len(inside)]
         # In row order: the exact scores then read the int8 rows front to back.
-        return np.sort(np.argpartition(distance, wide - 1)[:wide]).astype(np.int64)
+        return np.sort(np.concatenate([inside, at_edge])).astype(np.int64)
 
 
 def _norms(block: NDArray[np.int8]) -> NDArray[np.float32]:
