@@ -70,6 +70,8 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
+    "reminders.lease_seconds": "how long a worker holds a delivery it took; one killed"
+    " mid-delivery leaves it to the others after this long",
 }
 
 
