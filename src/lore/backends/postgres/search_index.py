@@ -10,7 +10,6 @@ a batch of unembedded rows `FOR UPDATE SKIP LOCKED`, so none is embedded twice.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -321,14 +320,19 @@ class PostgresSearchIndex:
 
     def vectors_of(self, scope: str, ids: Sequence[int]) -> dict[int, Vectors]:
         """Vectors of some entries of a scope (those already embedded)."""
+        # pgvector's binary form (int16 dimensions, int16 unused, big-endian float4s):
+        # read straight into numpy, where the text form costs a parse per number.
         rows = self._db.fetch_all(
-            "SELECT id, embedding::text AS vector FROM search_entries"
+            "SELECT id, vector_send(embedding) AS vector FROM search_entries"
             " WHERE scope = %s AND id = ANY(%s) AND embedding IS NOT NULL",
             (scope, list(ids)),
         )
         dim = self.embedder.dim
         return {
-            int(r["id"]): np.array(json.loads(r["vector"])[:dim], dtype=np.float32) for r in rows
+            int(r["id"]): np.frombuffer(r["vector"], dtype=">f4", offset=4, count=dim).astype(
+                np.float32
+            )
+            for r in rows
         }
 
     def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
