@@ -83,7 +83,10 @@ async def client(
     urls: list[str], token: str, name: str, scope: str, offset: int, deadline: float, load: Load
 ) -> None:
     headers = {"Authorization": f"Bearer {token}", "X-Lore-Session": scope}
-    async with httpx.AsyncClient(timeout=60, headers=headers) as http:
+    # A new connection per turn: a kept-alive one to a worker this client last used
+    # seconds ago can be closed by the server just as it is reused (a client-side race).
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=60, headers=headers, limits=fresh) as http:
         number = 0
         while time.perf_counter() < deadline:
             number += 1
