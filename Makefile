@@ -32,7 +32,7 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench bench-scale torture quickstart chromium
+.PHONY: chat needs-local path test lint check bench bench-scale bench-workers torture quickstart chromium
 # The web page's browser test drives Debian's chromium (never a downloaded browser):
 # installed here when missing and we may (root, as in CI); otherwise that test is skipped.
 chromium:
@@ -96,3 +96,10 @@ bench: $(VENV)/.test
 # database: about 15 minutes on two cores, so not part of `make bench`.
 bench-scale: $(VENV)/.test
 	$(PY) bench/scale.py
+
+# Four `lore serve` workers on one PostgreSQL: 10,000 reminders due within a minute, one
+# worker killed with kill -9 (then one worker on SQLite, the baseline), and 400
+# conversations over HTTP; about 8 minutes, so not part of `make bench`.
+bench-workers: $(VENV)/.test
+	$(PY) bench/pg_workers.py
+	$(PY) bench/pg_conversations.py

@@ -1,6 +1,7 @@
 """Load on `lore serve`'s chat endpoint, beside a bare FastAPI echo endpoint in the same run.
 
     python bench/gateway_load.py [--duration 60] [--clients 50] [--shared 5] [--json]
+                                 [--postgres | --database-url URL]
 
 A child process serves two apps on 127.0.0.1: Lore's gateway with the scripted provider
 (each reply is "re: " + the message, with no delay, so what is timed is Lore's own work:
@@ -13,6 +14,12 @@ first against the echo for a quarter of the duration, then against Lore for the 
 Afterwards every session file is read back: zero errors, no message lost, every user
 line followed by its own reply (no interleaving), and each client's messages in the
 order it sent them, or the run fails (exit 1).
+
+The child also measures how late its event loop wakes (a 10 ms tick, lateness p50, p95,
+max): the stores are synchronous, so every query and fsync a turn makes holds the loop.
+With --postgres (the embedded server of the tests) or --database-url, memories,
+reminders and the search index are in PostgreSQL, reached through the same synchronous
+calls over a connection pool; run it once without and once with to compare.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ SHARED = "api:shared"
 # -- the server side (child process) -------------------------------------------------------
 
 
-def serve(home: Path) -> None:
+def serve(home: Path, database_url: str = "") -> None:
     import socket
 
     import uvicorn
@@ -56,7 +63,7 @@ def serve(home: Path) -> None:
     from lore.runtime import build
 
     config = load_config(
-        env={"LORE_HOME": str(home), "USER": "bench"},
+        env={"LORE_HOME": str(home), "USER": "bench", "LORE_DATABASE_URL": database_url},
         flags={"model": "scripted", "timezone": "UTC", "extraction.enabled": False},
     )
     model = ScriptedProvider(context_window=128_000)
@@ -109,14 +116,29 @@ def serve(home: Path) -> None:
         servers.append((server, sock))
     print(json.dumps({"lore": ports[0], "echo": ports[1]}), flush=True)
 
+    lateness: list[float] = []
+
+    async def tick() -> None:
+        """How late the loop wakes from a 10 ms sleep: how long something held it."""
+        while True:
+            began = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lateness.append((time.perf_counter() - began - 0.01) * 1000)
+
     async def main() -> None:
         tasks = [asyncio.create_task(s.serve(sockets=[sock])) for s, sock in servers]
+        ticker = asyncio.create_task(tick())
         # The parent closes our stdin when it is done.
         await asyncio.to_thread(sys.stdin.read)
+        ticker.cancel()
         for server, _ in servers:
             server.should_exit = True
         await asyncio.gather(*tasks)
         await lore.aclose()
+        ordered = sorted(lateness) or [0.0]
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+        loop = {"p50": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
+        print(json.dumps({"loop_lateness_ms": loop}), flush=True)
 
     asyncio.run(main())
 
@@ -246,15 +268,35 @@ def main() -> int:
     parser.add_argument("--shared", type=int, default=5, help="clients on one shared scope")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--serve", metavar="HOME", help=argparse.SUPPRESS)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--database-url", default="", metavar="URL", help="stores in PostgreSQL")
+    where.add_argument(
+        "--postgres", action="store_true", help="stores in a throwaway embedded PostgreSQL"
+    )
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve))
+        serve(Path(args.serve), args.database_url)
         return 0
+    server = None
+    if args.postgres:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.postgres_server import EmbeddedPostgres
+
+        server = EmbeddedPostgres().start()
+        args.database_url = server.create_database()
+    try:
+        return run(args)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def run(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="lore-gateway-load-") as tmp:
         home = Path(tmp)
         child = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(home)],
+            [sys.executable, __file__, "--serve", str(home), "--database-url", args.database_url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -283,9 +325,14 @@ def main() -> int:
             lore = asyncio.run(run_phase(lore_url, args.clients, args.shared, args.duration))
         finally:
             child.stdin.close()
+            tail = child.stdout.read()
             child.wait(timeout=60)
         problems = check_sessions(home, lore) + check_sessions(home, lore_alone)
 
+    loop = next(
+        (json.loads(line)["loop_lateness_ms"] for line in tail.splitlines() if "loop_" in line),
+        {"p50": 0.0, "p95": 0.0, "max": 0.0},
+    )
     lore_p50, lore_p95 = percentiles(lore.latencies)
     echo_p50, echo_p95 = percentiles(echo.latencies)
     alone_p50, alone_p95 = percentiles(lore_alone.latencies)
@@ -308,6 +355,8 @@ def main() -> int:
         "overhead_p50_ms": lore_p50 - echo_p50,
         "overhead_p95_ms": lore_p95 - echo_p95,
         "shared_scope_turns": len(lore.sent.get(SHARED, [])),
+        "stores": "PostgreSQL" if args.database_url else "SQLite",
+        "loop_lateness_ms": loop,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -331,6 +380,10 @@ def main() -> int:
         print(
             f"under load, Lore's own overhead per request: p50 {lore_p50 - echo_p50:.1f} ms, "
             f"p95 {lore_p95 - echo_p95:.1f} ms"
+        )
+        print(
+            f"stores in {figures['stores']}; the server's event loop woke late by p50"
+            f" {loop['p50']:.1f} ms, p95 {loop['p95']:.1f} ms, max {loop['max']:.1f} ms"
         )
     for line in errors[:5] + problems[:10]:
         print(f"  {line}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """LoCoMo evidence retrieval: Lore's memory_search against plain FTS5 BM25, in one run.
 
     python bench/retrieval.py ../shared/data/locomo/locomo-dev.json [--ablate] [--json]
+                              [--postgres | --database-url URL]
     lore bench retrieval FILE
 
 Takes any file in LoCoMo's format (a JSON list of conversations with `conversation` and
@@ -20,6 +21,11 @@ switched off (or on) alone, on the same index. Vectors are cached in a file unde
 temporary directory (`--cache`, keyed by model, side and a hash of the text; `--no-cache`
 embeds afresh), so a second run or an ablation embeds nothing it embedded before; the
 cache changes no figure, only the build time.
+
+With `--database-url URL` (an empty database; Lore creates its tables) or `--postgres`
+(the embedded PostgreSQL of the tests), the same questions are also asked of a second
+Lore home whose memories and search index live in PostgreSQL, in the same run, and both
+figures are printed one above the other.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -235,8 +242,10 @@ def build_lore(
     *,
     embedder: Any = None,
     progress: bool = True,
+    database_url: str = "",
 ) -> Built:
-    """Archive every session of every conversation in a Lore home, index and embed them."""
+    """Archive every session of every conversation in a Lore home (its index in
+    PostgreSQL when `database_url` names one), index and embed them."""
     from lore.backends.local.archive import SessionArchive
     from lore.backends.local.search_index import SearchIndex
     from lore.clock import FixedClock
@@ -247,9 +256,14 @@ def build_lore(
     from lore.search import searcher
     from lore.search.rebuild import Progress
 
-    config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
+    env = {"LORE_HOME": str(home), "LORE_DATABASE_URL": database_url}
+    config = load_config(env=env, flags={"model": "scripted"})
     lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
-    if embedder is not None:  # the index, with the cached model behind it
+    if embedder is not None and lore.postgres is not None:
+        from lore.backends.postgres.search_index import PostgresSearchIndex
+
+        lore.search_index = PostgresSearchIndex(lore.postgres.db, embedder)
+    elif embedder is not None:  # the index, with the cached model behind it
         lore.search_index = SearchIndex(lore.db, embedder)
     archive = SessionArchive(config.sessions_dir, config.home)
     dia_of: dict[tuple[str, int], str] = {}
@@ -358,6 +372,7 @@ def run_lore(
     progress: bool = True,
     embedder: Any = None,
     ablate: bool = False,
+    database_url: str = "",
 ) -> tuple[list[Ranking], dict[str, list[Ranking]], dict[str, Any]]:
     """Archive, index and embed every conversation in a Lore home; ask every question
     (and, with `ablate`, again under each ablation's settings)."""
@@ -365,7 +380,9 @@ def run_lore(
 
     from lore.search import searcher
 
-    built = build_lore(conversations, home, embedder=embedder, progress=progress)
+    built = build_lore(
+        conversations, home, embedder=embedder, progress=progress, database_url=database_url
+    )
     rankings = ask_lore(built, conversations, progress=progress)
     others = {
         name: ask_lore(built, conversations, fusion=fusion, label=name[:9], progress=progress)
@@ -551,6 +568,7 @@ def benchmark(
     progress: bool = True,
     ablate: bool = False,
     cache: Path | None = None,
+    database_url: str = "",
 ) -> Report:
     conversations = load(path)[:limit_conversations]
     report = Report(path.name, len(conversations))
@@ -565,6 +583,15 @@ def benchmark(
             ablate=ablate,
         )  # fmt: skip
     report.systems["Lore hybrid"] = lore_rankings
+    if database_url:
+        with tempfile.TemporaryDirectory(prefix="lore-locomo-pg-") as scratch:
+            pg_rankings, _, pg_notes = run_lore(
+                conversations, Path(scratch), progress=progress, embedder=embedder,
+                database_url=database_url,
+            )  # fmt: skip
+        report.systems["PostgreSQL hybrid"] = pg_rankings
+        notes["PostgreSQL entries"] = pg_notes["entries"]
+        notes["PostgreSQL build_seconds"] = pg_notes["build_seconds"]
     report.systems["BM25 (FTS5)"] = run_bm25(conversations)
     report.ablations = others
     present = {c.sample_id for c in conversations}
@@ -592,6 +619,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"embedding cache, keyed by model and text (default {DEFAULT_CACHE})",
     )
     parser.add_argument("--no-cache", action="store_true", help="embed everything afresh")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--database-url",
+        default="",
+        metavar="URL",
+        help="also run with the stores in this PostgreSQL database (empty; Lore migrates it)",
+    )
+    where.add_argument(
+        "--postgres",
+        action="store_true",
+        help="also run with the stores in a throwaway embedded PostgreSQL (the tests' server)",
+    )
 
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
@@ -600,16 +639,34 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         print(f"no LoCoMo file at {path}; skipping", file=sys.stderr)
         return 0 if args.file is None else 1
     cache = None if getattr(args, "no_cache", True) else getattr(args, "cache", None)
-    report = benchmark(
-        path,
-        limit_conversations=args.limit_conversations,
-        home=args.home,
-        progress=not args.json,
-        ablate=getattr(args, "ablate", False),
-        cache=cache,
-    )
+    with ExitStack() as stack:
+        database_url = getattr(args, "database_url", "")
+        if getattr(args, "postgres", False):
+            database_url = stack.enter_context(_embedded_postgres())
+        report = benchmark(
+            path,
+            limit_conversations=args.limit_conversations,
+            home=args.home,
+            progress=not args.json,
+            ablate=getattr(args, "ablate", False),
+            cache=cache,
+            database_url=database_url,
+        )
     out(json.dumps(as_json(report), indent=2) if args.json else render(report))
     return 0
+
+
+@contextmanager
+def _embedded_postgres() -> Iterator[str]:
+    """An empty database on a throwaway embedded PostgreSQL (the tests' server)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.postgres_server import EmbeddedPostgres
+
+    server = EmbeddedPostgres().start()
+    try:
+        yield server.create_database()
+    finally:
+        server.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

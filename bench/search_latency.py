@@ -64,7 +64,9 @@ def queries(words: Sequence[str], count: int, seed: int = 11) -> list[str]:
     return found
 
 
-def build(home: Path, texts: Sequence[str], progress: bool) -> Any:
+def build(home: Path, texts: Sequence[str], progress: bool, database_url: str = "") -> Any:
+    """A Lore home whose index holds `texts` in SCOPE, each with a random unit vector (in
+    PostgreSQL when `database_url` names a database)."""
     from lore.backends.local.search_index import Entry
     from lore.clock import FixedClock
     from lore.config import load_config
@@ -72,7 +74,8 @@ def build(home: Path, texts: Sequence[str], progress: bool) -> Any:
     from lore.search import searcher
     from lore.search.rebuild import Progress
 
-    config = load_config(env={"LORE_HOME": str(home)}, flags={"model": "scripted"})
+    env = {"LORE_HOME": str(home), "LORE_DATABASE_URL": database_url}
+    config = load_config(env=env, flags={"model": "scripted"})
     lore = build(config, clock=FixedClock(datetime(2026, 11, 30, tzinfo=UTC)))
     search = searcher(lore)
     index = search.index

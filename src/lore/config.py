@@ -128,6 +128,9 @@ class ApiConfig:
 class RemindersConfig:
     # How often a running chat or `lore serve` looks for reminders another process added.
     poll_seconds: float = 60.0
+    # How long a worker holds a delivery it took: one killed mid-delivery leaves it to
+    # the others after this long. Keep it above the slowest channel's send.
+    lease_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -328,6 +331,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "dream.max_tokens": (1000, 10_000_000, "at least 1000 tokens"),
     "dream.max_entries": (1, 100_000, "at least 1"),
     "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
+    "reminders.lease_seconds": (1, 86_400, "between 1 and 86400 seconds"),
     "telegram.poll_seconds": (0, 600, "between 0 and 600 seconds"),
     "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),

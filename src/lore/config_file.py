@@ -71,6 +71,8 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.projects": 'folders the web page may open as a project; "DIR/*": each folder in DIR',
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
+    "reminders.lease_seconds": "how long a worker holds a delivery it took; one killed"
+    " mid-delivery leaves it to the others after this long",
 }
 
 

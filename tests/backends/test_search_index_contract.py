@@ -77,6 +77,36 @@ def test_chinese_and_russian_text_is_found_by_its_words(index: Any) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("common", "rare", "query"),
+    [
+        ("I had coffee this morning", "We drove to Hualien", "coffee Hualien"),
+        ("今天早上喝了咖啡", "周末开车去花莲", "咖啡 花莲"),
+        ("Утром я пил кофе", "Мы ездили в Хуалянь", "кофе Хуалянь"),
+    ],
+)
+def test_a_rare_word_of_the_query_outranks_a_common_one(
+    index: Any, common: str, rare: str, query: str
+) -> None:
+    # Both match one word of the query once; the word few entries hold weighs more (BM25).
+    commons = index.put([message(f"{common} {n}", locator=n) for n in range(12)])
+    [rare_id] = index.put([message(rare, locator=99)])
+    found = index.text_search(["cli:a"], query, limit=20, now=NOW)
+    assert found[0] == rare_id
+    assert sorted(found[1:]) == sorted(commons)
+
+
+def test_a_shorter_entry_outranks_a_longer_one_with_the_same_match(
+    index: Any,
+) -> None:
+    filler = " ".join(f"word{n}" for n in range(40))
+    index.put([message(f"unrelated entry {n}", locator=n) for n in range(10)])
+    [long_id, short_id] = index.put(
+        [message(f"Hualien {filler}", locator=20), message("Hualien trip", locator=21)]
+    )
+    assert index.text_search(["cli:a"], "hualien", limit=5, now=NOW) == [short_id, long_id]
+
+
 def test_embedding_makes_an_entry_searchable_by_meaning(index: Any) -> None:
     index.put(
         [

@@ -125,7 +125,14 @@ async def serve(
         return not lore.sessions.attached(scope)
 
     poll = lore.config.reminders.poll_seconds
-    scheduler = Scheduler(lore.reminders, lore.clock, deliver, accepts=accepts, max_sleep=poll)
+    scheduler = Scheduler(
+        lore.reminders,
+        lore.clock,
+        deliver,
+        accepts=accepts,
+        max_sleep=poll,
+        lease_seconds=lore.config.reminders.lease_seconds,
+    )
     try:
         # A service manager stops us with SIGTERM: finish the delivery in hand, then exit.
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, scheduler.stop)

@@ -105,7 +105,7 @@ class PostgresDatabase:
         with self._pool.connection() as conn:
             self._local.conn = conn
             try:
-                with conn.transaction():
+                with self._lost(conn), conn.transaction():
                     yield conn
             finally:
                 self._local.conn = None
@@ -118,8 +118,21 @@ class PostgresDatabase:
         if current is not None:
             yield current
             return
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, self._lost(conn):
             yield conn
+
+    @contextmanager
+    def _lost(self, conn: Connection) -> Iterator[None]:
+        """A connection that broke under a call (the server restarted, a failover, an idle
+        connection cut) as a StoreError, which the scheduler and the CLI handle; the pool
+        drops it, so the next call gets a fresh one."""
+        try:
+            yield
+        except psycopg.Error as exc:
+            if not (conn.broken or conn.closed):
+                raise
+            where = redact_url(self.url)
+            raise StoreError(f"PostgreSQL at {where} lost its connection: {exc}") from exc
 
     def lock(self, conn: Connection, name: str) -> None:
         """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are

@@ -1,7 +1,8 @@
 """The search index on PostgreSQL, and the only SQL on its tables: the same methods as
 the SQLite index, so `lore.search.hybrid` ranks over either one.
 
-Text is matched through the pre-tokenised `terms` (see `tsquery`); vectors live beside
+Text is matched through the pre-tokenised `terms` (see `tsquery`) and ranked by BM25
+(see `bm25`), as SQLite's FTS5 ranks it; vectors live beside
 them in pgvector and are searched through the HNSW index, with pgvector's iterative
 scan so a scope filter never starves the result. Workers embed in parallel: each takes
 a batch of unembedded rows `FOR UPDATE SKIP LOCKED`, so none is embedded twice.
@@ -9,7 +10,6 @@ a batch of unembedded rows `FOR UPDATE SKIP LOCKED`, so none is embedded twice.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from lore.backends.local.search_index import searchable_text
+from lore.backends.postgres.bm25 import ScopeStatistics, bm25_arguments, bm25_search
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.backends.postgres.tsquery import ts_query
+from lore.backends.postgres.tsquery import ts_query, ts_terms
 from lore.embed import Embedder, Vectors
 from lore.errors import StoreError
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
@@ -29,9 +30,6 @@ __all__ = ["PostgresSearchIndex"]
 # The column's type, vector(384): the bundled multilingual-e5-small. A smaller model's
 # vectors are padded with zeros, which changes no cosine.
 DIMENSIONS = 384
-# ts_rank weights {D, C, B, A}: words and CJK grams weigh the same, the extra text (a
-# memory's keywords; a message's date and neighbours) less, as the SQLite index's bm25.
-_RANK = "ts_rank('{0, 0.375, 1.0, 1.0}', terms, query)"
 _TERMS = (
     "setweight(to_tsvector('lore_terms', %(words)s), 'A')"
     " || setweight(to_tsvector('lore_terms', %(grams)s), 'B')"
@@ -44,6 +42,7 @@ class PostgresSearchIndex:
     def __init__(self, db: PostgresDatabase, embedder: Embedder | None = None) -> None:
         self._db = db
         self._embedder = embedder
+        self._statistics = ScopeStatistics()
 
     @property
     def db(self) -> PostgresDatabase:
@@ -283,16 +282,29 @@ class PostgresSearchIndex:
     def text_search(
         self, scopes: Sequence[str], query: str, *, limit: int, now: float
     ) -> list[int]:
-        """Entry ids in these scopes matching any term of `query`, best first."""
+        """Entry ids in these scopes matching any term of `query`, best BM25 first."""
         expression = ts_query(query)
-        if expression is None or not scopes:
+        if expression is None or not scopes or limit <= 0:
             return []
-        rows = self._db.fetch_all(
-            "SELECT id FROM search_entries, to_tsquery('lore_terms', %(query)s) query"
-            f" WHERE scope = ANY(%(scopes)s) AND terms @@ query AND {_LIVE}"
-            f" ORDER BY {_RANK} DESC, id LIMIT %(limit)s",
-            {"query": expression, "scopes": list(scopes), "now": now, "limit": limit},
-        )
+        terms = ts_terms(query)
+        with self._db.connection() as conn:
+            newest = conn.execute("SELECT coalesce(max(id), 0) AS id FROM search_entries")
+            row = newest.fetchone()
+            entries, mean_length = self._statistics.of(
+                scopes, 0 if row is None else int(row["id"]), lambda s: _scope_size(conn, s)
+            )
+            rows = conn.execute(
+                bm25_search(terms, _LIVE),
+                {
+                    "query": expression,
+                    "scopes": list(scopes),
+                    "now": now,
+                    "limit": limit,
+                    "entries": entries,
+                    "mean_length": mean_length,
+                    **bm25_arguments(terms),
+                },
+            ).fetchall()
         return [int(r["id"]) for r in rows]
 
     def vector_search(
@@ -316,14 +328,19 @@ class PostgresSearchIndex:
 
     def vectors_of(self, scope: str, ids: Sequence[int]) -> dict[int, Vectors]:
         """Vectors of some entries of a scope (those already embedded)."""
+        # pgvector's binary form (int16 dimensions, int16 unused, big-endian float4s):
+        # read straight into numpy, where the text form costs a parse per number.
         rows = self._db.fetch_all(
-            "SELECT id, embedding::text AS vector FROM search_entries"
+            "SELECT id, vector_send(embedding) AS vector FROM search_entries"
             " WHERE scope = %s AND id = ANY(%s) AND embedding IS NOT NULL",
             (scope, list(ids)),
         )
         dim = self.embedder.dim
         return {
-            int(r["id"]): np.array(json.loads(r["vector"])[:dim], dtype=np.float32) for r in rows
+            int(r["id"]): np.frombuffer(r["vector"], dtype=">f4", offset=4, count=dim).astype(
+                np.float32
+            )
+            for r in rows
         }
 
     def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
@@ -388,6 +405,16 @@ class PostgresSearchIndex:
             cursor.executemany(
                 "UPDATE search_entries SET embedding = %(vector)s::vector WHERE id = %(id)s", rows
             )
+
+
+def _scope_size(conn: Connection, scope: str) -> tuple[int, float]:
+    """A scope's entries and their total length (distinct lexemes), for BM25."""
+    row = conn.execute(
+        "SELECT count(*) AS n, coalesce(sum(length(terms)), 0) AS length FROM search_entries"
+        " WHERE scope = %s",
+        (scope,),
+    ).fetchone()
+    return (0, 0.0) if row is None else (int(row["n"]), float(row["length"]))
 
 
 def _literal(vector: Vectors) -> str:
