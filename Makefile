@@ -82,6 +82,7 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	$(PY) bench/postgres.py
+	$(PY) bench/postgres_sessions.py
 
 	$(PY) bench/owner_tools.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi

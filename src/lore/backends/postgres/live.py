@@ -32,6 +32,14 @@ log = logging.getLogger(__name__)
 
 _META_FIELDS = ("session_id", "created_at", "updated_at", "last_consolidated", "extra")
 
+# The session's metadata with its lines after a number (one row when there are none).
+_SINCE = (
+    "SELECT l.session_id, l.created_at, l.updated_at, l.last_consolidated, l.extra,"
+    " s.seq, s.is_mark, s.body FROM live_sessions l LEFT JOIN session_lines s"
+    " ON s.key = l.key AND s.session_id = l.session_id AND s.seq > %s"
+    " WHERE l.key = %s ORDER BY s.seq"
+)
+
 
 class PostgresDraft:
     """The reply being streamed, one row per conversation. Its commits are asynchronous:
@@ -83,30 +91,32 @@ class PostgresLiveSession:
     # -- reading ---------------------------------------------------------------------
 
     def refresh(self) -> None:
-        row = self._db.fetch_one("SELECT * FROM live_sessions WHERE key = %s", (self.key,))
-        if row is None or row["session_id"] != self.meta.session_id:
+        """The metadata and the lines added since the last read, in one query."""
+        with self._db.connection() as conn:
+            rows = conn.execute(_SINCE, (self._seq, self.key)).fetchall()
+        if not rows or rows[0]["session_id"] != self.meta.session_id:
             self._load_all()
             return
-        self.meta = _meta(row)
-        self._read_lines()
+        self.meta = _meta(rows[0], self.key)
+        self._apply(rows)
 
     def _load_all(self) -> None:
-        row = self._db.fetch_one("SELECT * FROM live_sessions WHERE key = %s", (self.key,))
-        if row is None:
+        with self._db.connection() as conn:
+            rows = conn.execute(_SINCE, (0, self.key)).fetchall()
+        if not rows:
             with self._db.atomic() as conn:
-                row = _create(conn, self.key, None, on_conflict="DO NOTHING")
-        self.meta = _meta(row)
+                _create(conn, self.key, None, on_conflict="DO NOTHING")
+                rows = conn.execute(_SINCE, (0, self.key)).fetchall()
+        self.meta = _meta(rows[0], self.key)
         self.messages = []
         self._seq = 0
-        self._read_lines()
+        self._apply(rows)
 
-    def _read_lines(self) -> None:
-        rows = self._db.fetch_all(
-            "SELECT seq, is_mark, body FROM session_lines"
-            " WHERE key = %s AND session_id = %s AND seq > %s ORDER BY seq",
-            (self.key, self.meta.session_id, self._seq),
-        )
+    def _apply(self, rows: list[Any]) -> None:
+        """Add lines (rows with `seq`, `is_mark`, `body`; a row without a line is skipped)."""
         for row in rows:
+            if row["seq"] is None:
+                continue
             line = json.loads(row["body"])
             if row["is_mark"]:
                 index, flags = line.get("index"), line.get("flags")
@@ -136,43 +146,51 @@ class PostgresLiveSession:
         durable: bool,
         unless_delivered: str | None = None,
     ) -> bool:
+        """One transaction: lock the key's row (touching it), catch up on what others
+        wrote, then add the lines after the last one. The handle is current afterwards
+        without reading again."""
         if not lines:
             return True
         bodies = [(mark, json.dumps(line, ensure_ascii=False)) for mark, line in lines]
         with self._db.atomic() as conn:
             if not durable:
                 conn.execute("SET LOCAL synchronous_commit = off")
-            session_id = _lock_row(conn, self.key)
-            if unless_delivered is not None:
-                found = conn.execute(
-                    "SELECT 1 FROM session_lines WHERE key = %s AND session_id = %s"
-                    " AND NOT is_mark AND body::jsonb ->> 'delivery' = %s LIMIT 1",
-                    (self.key, session_id, unless_delivered),
-                ).fetchone()
-                if found is not None:
-                    self.refresh()
-                    return False
-            row = conn.execute(
-                "SELECT coalesce(max(seq), 0) AS last FROM session_lines"
-                " WHERE key = %s AND session_id = %s",
-                (self.key, session_id),
-            ).fetchone()
-            last = 0 if row is None else int(row["last"])
+            # Touched as it is locked, unless a delivery check may yet leave it untouched.
+            early = touch and unless_delivered is None
+            row = _lock_row(conn, self.key, touch=_now() if early else None)
+            if row["session_id"] != self.meta.session_id:
+                self.messages, self._seq = [], 0  # reset elsewhere: read the new session
+            self.meta = _meta(row, self.key)
+            others = conn.execute(
+                "SELECT seq, is_mark, body FROM session_lines"
+                " WHERE key = %s AND session_id = %s AND seq > %s ORDER BY seq",
+                (self.key, self.meta.session_id, self._seq),
+            ).fetchall()
+            self._apply(others)
+            if unless_delivered is not None and any(
+                m.get("delivery") == unless_delivered for m in self.messages
+            ):
+                return False
+            if touch and not early:
+                self.meta.updated_at = _now()
+                conn.execute(
+                    "UPDATE live_sessions SET updated_at = %s WHERE key = %s",
+                    (self.meta.updated_at, self.key),
+                )
+            added = [
+                {"seq": self._seq + n, "is_mark": mark, "body": body}
+                for n, (mark, body) in enumerate(bodies, 1)
+            ]
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO session_lines (key, session_id, seq, is_mark, body)"
                     " VALUES (%s, %s, %s, %s, %s)",
                     [
-                        (self.key, session_id, last + n, mark, body)
-                        for n, (mark, body) in enumerate(bodies, 1)
+                        (self.key, self.meta.session_id, a["seq"], a["is_mark"], a["body"])
+                        for a in added
                     ],
                 )
-            if touch:
-                conn.execute(
-                    "UPDATE live_sessions SET updated_at = %s WHERE key = %s",
-                    (_now(), self.key),
-                )
-        self.refresh()
+        self._apply(added)  # only once committed
         return True
 
     def update_meta(self, **changes: Any) -> None:
@@ -180,10 +198,7 @@ class PostgresLiveSession:
         if unknown:
             raise TypeError(f"not session metadata: {sorted(unknown)}")
         with self._db.atomic() as conn:
-            _lock_row(conn, self.key)
-            row = conn.execute("SELECT * FROM live_sessions WHERE key = %s", (self.key,))
-            current = row.fetchone()
-            assert current is not None  # locked above, created when missing
+            current = _lock_row(conn, self.key)
             values = {name: current[name] for name in _META_FIELDS}
             for name, value in changes.items():
                 if name == "extra":
@@ -289,18 +304,21 @@ class PostgresLiveSession:
             self.drop_draft()
 
 
-def _lock_row(conn: Connection, key: str) -> str:
-    """Lock the key's row for this transaction (made when missing); its session id."""
-    row = conn.execute(
-        "SELECT session_id FROM live_sessions WHERE key = %s FOR UPDATE", (key,)
-    ).fetchone()
-    if row is None:
+def _lock_row(conn: Connection, key: str, *, touch: str | None = None) -> Any:
+    """Lock the key's row for this transaction (made when missing), setting `updated_at`
+    to `touch` when given; the row."""
+    for _ in range(2):
+        if touch is None:
+            cursor = conn.execute("SELECT * FROM live_sessions WHERE key = %s FOR UPDATE", (key,))
+        else:
+            cursor = conn.execute(
+                "UPDATE live_sessions SET updated_at = %s WHERE key = %s RETURNING *", (touch, key)
+            )
+        row = cursor.fetchone()
+        if row is not None:
+            return row
         _create(conn, key, None, on_conflict="DO NOTHING")
-        row = conn.execute(
-            "SELECT session_id FROM live_sessions WHERE key = %s FOR UPDATE", (key,)
-        ).fetchone()
-    assert row is not None
-    return str(row["session_id"])
+    raise AssertionError("the session row was just made")
 
 
 def _create(conn: Connection, key: str, session_id: str | None, *, on_conflict: str) -> Any:
@@ -319,10 +337,10 @@ def _create(conn: Connection, key: str, session_id: str | None, *, on_conflict: 
     return conn.execute("SELECT * FROM live_sessions WHERE key = %s", (key,)).fetchone()
 
 
-def _meta(row: Any) -> SessionMeta:
+def _meta(row: Any, key: str) -> SessionMeta:
     return SessionMeta(
         session_id=str(row["session_id"]),
-        key=str(row["key"]),
+        key=key,
         created_at=str(row["created_at"]),
         updated_at=str(row["updated_at"]),
         last_consolidated=int(row["last_consolidated"]),
