@@ -213,3 +213,54 @@ async def test_a_turn_waits_for_a_worker_mid_turn_and_goes_on_once_it_is_killed(
     os.kill(holder.pid, signal.SIGKILL)
     outcome = await asyncio.wait_for(turn, timeout=60)
     assert outcome.text == "我在。" and asked_at[0] > killed_at
+
+
+_APPENDER = """
+import sys
+from lore.backends.postgres.backend import PostgresBackend
+pg = PostgresBackend(sys.argv[1])
+name = sys.argv[2]
+session = pg.sessions.live("telegram:42")
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(40):
+    session.append([{"role": "user", "content": f"{name} сообщение {i}"}], durable=i % 2 == 0)
+    if i % 10 == 0:
+        session.mark(len(session.messages) - 1, seen=name)
+print("done", flush=True)
+"""
+
+
+def test_workers_appending_to_one_conversation_at_once_lose_and_reorder_nothing(
+    postgres_url: str, killed: list[subprocess.Popen[str]]
+) -> None:
+    names = ["甲", "乙", "丙"]
+    appenders = []
+    for name in names:
+        process = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(_APPENDER), postgres_url, name],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
+        killed.append(process)
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        appenders.append(process)
+    for process in appenders:  # all at once
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    for process in appenders:
+        assert process.stdout is not None and process.stdout.readline().strip() == "done"
+    pg = PostgresBackend(postgres_url)
+    try:
+        messages = pg.sessions.live(SCOPE).messages
+    finally:
+        pg.close()
+    assert len(messages) == 3 * 40
+    for name in names:
+        own = [m["content"] for m in messages if m["content"].startswith(name)]
+        assert own == [f"{name} сообщение {i}" for i in range(40)]  # each in its own order
+        assert sum(m.get("seen") == name for m in messages) == 4  # every mark applied

@@ -12,7 +12,7 @@ from datetime import datetime, tzinfo
 from lore.backends.fake.live import FakeLiveSession, LiveState
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta
+from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta, close_in_steps
 
 __all__ = ["FakeArchive", "FakeSessions"]
 
@@ -156,45 +156,15 @@ class FakeSessions:
         slug: str,
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
-        with session.locked():
-            session.refresh()
-            if not session.messages:
-                if reason == "new":
-                    session.reset()
-                return None
-            meta = replace(session.meta, extra=dict(session.meta.extra))
-            messages = list(session.messages)
-            indexed = self._archive.get(meta.session_id)
-            if indexed is not None and indexed.message_count == len(messages):
-                entry = indexed
-            else:
-                entry = self._archive.write_transcript(
-                    meta,
-                    messages,
-                    ended_at=ended_at,
-                    zone=zone,
-                    slug=slug,
-                    reason=reason,
-                    fault=fault,
-                )
-                _step(fault, "archive_written")
-                self._archive.append_index(entry)
-            _step(fault, "index_written")
-            session.refresh()
-            if session.meta.session_id != meta.session_id:
-                return entry
-            if len(session.messages) != len(messages):
-                raise SessionError(f"session {session.key} changed while locked")
-            session.reset()
-            if reason == "idle":
-                session.update_meta(
-                    extra={
-                        "previous_session_id": entry.session_id,
-                        "previous_transcript": entry.transcript_path,
-                    }
-                )
-        _step(fault, "session_reset")
-        return entry
+        return close_in_steps(
+            self.archive,
+            session,
+            reason=reason,
+            ended_at=ended_at,
+            zone=zone,
+            slug=slug,
+            fault=fault,
+        )
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
         for entry in self._archive.unindexed():

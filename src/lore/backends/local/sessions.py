@@ -15,16 +15,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime, tzinfo
 from pathlib import Path
 
 from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
-from lore.errors import SessionError
 from lore.files import atomic_write, try_lock
 from lore.keys import key_to_filename
-from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta
+from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta, close_in_steps
 from lore.ports.sessions import LiveSession as LiveSessionPort
 
 __all__ = ["STEPS", "LocalSessions"]
@@ -91,45 +89,15 @@ class LocalSessions:
         slug: str,
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
-        with session.locked():
-            session.refresh()
-            if not session.messages:
-                if reason == "new":
-                    session.reset()
-                return None
-            meta = replace(session.meta, extra=dict(session.meta.extra))
-            messages = list(session.messages)
-            indexed = self.archive.get(meta.session_id)
-            if indexed is not None and indexed.message_count == len(messages):
-                entry = indexed  # a close that crashed after indexing: only the reset is left
-            else:
-                entry = self.archive.write_transcript(
-                    meta,
-                    messages,
-                    ended_at=ended_at,
-                    zone=zone,
-                    slug=slug,
-                    reason=reason,
-                    fault=fault,
-                )
-                _step(fault, "archive_written")
-                self.archive.append_index(entry)
-            _step(fault, "index_written")
-            session.refresh()
-            if session.meta.session_id != meta.session_id:
-                return entry  # closed by another process meanwhile; nothing left to clear
-            if len(session.messages) != len(messages):
-                raise SessionError(f"session {session.key} changed while locked")
-            session.reset()
-            if reason == "idle":
-                session.update_meta(
-                    extra={
-                        "previous_session_id": entry.session_id,
-                        "previous_transcript": entry.transcript_path,
-                    }
-                )
-        _step(fault, "session_reset")
-        return entry
+        return close_in_steps(
+            self.archive,
+            session,
+            reason=reason,
+            ended_at=ended_at,
+            zone=zone,
+            slug=slug,
+            fault=fault,
+        )
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
         """Finish what a crash in `close` left; the sessions still needing a summary
@@ -246,11 +214,6 @@ class LocalSessions:
             return False
         with try_lock(path) as free:
             return not free
-
-
-def _step(fault: FaultHook | None, name: str) -> None:
-    if fault is not None:
-        fault(name)
 
 
 def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:

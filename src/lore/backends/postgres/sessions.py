@@ -24,7 +24,7 @@ from lore.backends.postgres.live import PostgresLiveSession
 from lore.backends.postgres.locks import LockHub
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta
+from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta, close_in_steps
 
 __all__ = ["PostgresArchive", "PostgresSessions"]
 
@@ -268,46 +268,15 @@ class PostgresSessions:
         slug: str,
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
-        with session.locked():
-            session.refresh()
-            if not session.messages:
-                if reason == "new":
-                    session.reset()
-                return None
-            meta = replace(session.meta, extra=dict(session.meta.extra))
-            messages = list(session.messages)
-            indexed = self.archive.get(meta.session_id)
-            if indexed is not None and indexed.message_count == len(messages):
-                entry = indexed  # a close that stopped after indexing: only the reset is left
-            else:
-                entry = self.archive.write_transcript(
-                    meta,
-                    messages,
-                    ended_at=ended_at,
-                    zone=zone,
-                    slug=slug,
-                    reason=reason,
-                    fault=fault,
-                )
-                _step(fault, "archive_written")
-                self.archive.append_index(entry)
-                entry = self.archive.get(entry.session_id) or entry
-            _step(fault, "index_written")
-            session.refresh()
-            if session.meta.session_id != meta.session_id:
-                return entry  # closed by another worker meanwhile; nothing left to clear
-            if len(session.messages) != len(messages):
-                raise SessionError(f"session {session.key} changed while locked")
-            session.reset()
-            if reason == "idle":
-                session.update_meta(
-                    extra={
-                        "previous_session_id": entry.session_id,
-                        "previous_transcript": entry.transcript_path,
-                    }
-                )
-        _step(fault, "session_reset")
-        return entry
+        return close_in_steps(
+            self.archive,
+            session,
+            reason=reason,
+            ended_at=ended_at,
+            zone=zone,
+            slug=slug,
+            fault=fault,
+        )
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
         """Finish what a stopped close left; the closed sessions still needing a summary.
