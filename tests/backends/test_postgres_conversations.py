@@ -264,3 +264,50 @@ def test_workers_appending_to_one_conversation_at_once_lose_and_reorder_nothing(
         own = [m["content"] for m in messages if m["content"].startswith(name)]
         assert own == [f"{name} сообщение {i}" for i in range(40)]  # each in its own order
         assert sum(m.get("seen") == name for m in messages) == 4  # every mark applied
+
+
+def test_forget_everywhere_erases_a_phrase_from_sessions_and_history_on_postgres(
+    tmp_path: Path,
+    postgres_url: str,
+    clock: FixedClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lore.cli import main
+    from lore.sessions.closing import close_session
+
+    home = tmp_path / "host-a"
+    lore = _worker(home, postgres_url, ScriptedProvider(), clock)
+    said = [
+        {"role": "user", "content": "我的医生是王大夫，每周五见面"},
+        {"role": "assistant", "content": "好的，王大夫每周五。"},
+    ]
+    lore.session(SCOPE).append(said)
+    entry = close_session(lore, SCOPE)
+    assert entry is not None
+    lore.session(SCOPE).append([{"role": "user", "content": "王大夫 сказал отдыхать"}])
+    lore.history.append(SCOPE, "Anna sees 王大夫 on Fridays", now=clock.now())
+    lore.close()
+    monkeypatch.setenv("LORE_HOME", str(home))
+    monkeypatch.setenv("LORE_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("LORE_USER", "john")
+
+    assert main(["forget", "--everywhere", "--phrase", "王大夫"]) == 0
+    shown = capsys.readouterr().out
+    assert "PostgreSQL: 3 session records" in shown  # two archived messages, one live
+    assert "PostgreSQL: 1 history entry" in shown
+    assert main(["forget", "--everywhere", "--phrase", "王大夫", "--yes"]) == 0
+    assert "no copy is left" in capsys.readouterr().out
+
+    after = PostgresBackend(postgres_url)
+    try:
+        live = [m["content"] for m in after.sessions.live(SCOPE).messages]
+        assert live == ["[forgotten] сказал отдыхать"]
+        (archived,) = after.sessions.archive.entries()
+        assert [m["content"] for m in after.sessions.archive.read_messages(archived)[0]] == [
+            "我的医生是[forgotten]，每周五见面",
+            "好的，[forgotten]每周五。",
+        ]
+        assert [e.content for e in after.history.entries()] == ["Anna sees [forgotten] on Fridays"]
+    finally:
+        after.close()

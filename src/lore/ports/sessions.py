@@ -215,6 +215,14 @@ class SessionStore(Protocol):
     def attached(self, key: str) -> bool:
         """Is a process showing `key` live right now?"""
 
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        """Forget everywhere: pass every stored message, mark, draft and archive entry
+        whose JSON text `match`es through `redact` (a JSON value in, the same shape out);
+        how many (would) change. A store keeping them as files under the home answers 0:
+        forget everywhere rewrites those files itself."""
+
 
 class ClosingArchive(Protocol):
     """What a close writes through: a store's archive, below the port."""

@@ -4,10 +4,12 @@ and `recover` finishing what an exception at any step left."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
+from typing import Any
 
 from lore.backends.fake.live import FakeLiveSession, LiveState
 from lore.errors import SessionError
@@ -199,6 +201,21 @@ class FakeSessions:
             yield True
         finally:
             self._attached.discard(key)
+
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        changed = 0
+        lines = [line for state in self._live.values() for line in state.lines]
+        lines += [m for _, messages in self._archive._transcripts.values() for m in messages]
+        for line in lines:
+            if match(json.dumps(line, ensure_ascii=False)):
+                changed += 1
+                if not dry_run:
+                    redacted = redact(line)
+                    line.clear()
+                    line.update(redacted)
+        return changed
 
     def attached(self, key: str) -> bool:
         return key in self._attached

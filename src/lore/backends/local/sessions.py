@@ -13,10 +13,11 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
@@ -207,6 +208,11 @@ class LocalSessions:
     def attach(self, key: str) -> Iterator[bool]:
         with try_lock(self.dir / key_to_filename(key, ".attached")) as free:
             yield free
+
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        return 0  # transcripts are files under the home: forget everywhere rewrites them
 
     def attached(self, key: str) -> bool:
         path = self.dir / key_to_filename(key, ".attached")

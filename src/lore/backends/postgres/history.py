@@ -4,6 +4,7 @@ and any worker's Dream reads the same log."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,16 @@ class PostgresHistory:
                 (entry.cursor, entry.timestamp, entry.session_key, entry.content),
             )
         return entry
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        rows = self.db.fetch_all("SELECT cursor, content FROM history")
+        changed = [(redact(r["content"]), r["cursor"]) for r in rows if match(r["content"])]
+        if changed and not dry_run:
+            with self.db.atomic() as conn, conn.cursor() as cursor:
+                cursor.executemany("UPDATE history SET content = %s WHERE cursor = %s", changed)
+        return len(changed)
 
     def dream_cursor(self) -> int:
         row = self.db.fetch_one("SELECT value FROM history_state WHERE name = %s", (_DREAM,))

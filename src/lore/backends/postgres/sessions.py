@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
@@ -292,6 +292,29 @@ class PostgresSessions:
                     session.reset()  # indexed but never cleared: finish the close
         return self.archive.pending_moved_on()
 
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        """Every row holding a matching text: lines, drafts, live metadata, archived
+        messages and entries (a transcript path named after the text included)."""
+        changed = 0
+        with self.db.atomic() as conn:
+            for table, key, columns in _REDACTED:
+                names = ", ".join(columns)
+                rows = conn.execute(f"SELECT {key} AS row_key, {names} FROM {table}").fetchall()
+                updates = []
+                for row in rows:
+                    values = [row[c] for c in columns]
+                    if not any(match(_text(v)) for v in values):
+                        continue
+                    updates.append((*(_redacted(v, redact) for v in values), row["row_key"]))
+                changed += len(updates)
+                if updates and not dry_run:
+                    sets = ", ".join(f"{c} = %s" for c in columns)
+                    with conn.cursor() as cursor:
+                        cursor.executemany(f"UPDATE {table} SET {sets} WHERE {key} = %s", updates)
+        return changed
+
     @contextmanager
     def attach(self, key: str) -> Iterator[bool]:
         with self.locks.hold(f"attach:{key}", wait=False) as free:
@@ -299,6 +322,33 @@ class PostgresSessions:
 
     def attached(self, key: str) -> bool:
         return self.locks.held_anywhere(f"attach:{key}")
+
+
+# (table, a unique key, the columns that may hold a copy of what the person said)
+_REDACTED = (
+    ("session_lines", "(key, session_id, seq)::text", ("body",)),
+    ("session_drafts", "key", ("text",)),
+    ("live_sessions", "key", ("extra",)),
+    ("archived_messages", "(session_id, seq)::text", ("body",)),
+    ("archived_sessions", "session_id", ("transcript_path", "written", "entry", "metadata")),
+)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _redacted(value: Any, redact: Callable[[Any], Any]) -> Any:
+    """A text column's JSON (or plain text) or a jsonb value, redacted in its own form."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return redact(value)
+        if isinstance(parsed, dict | list):
+            return json.dumps(redact(parsed), ensure_ascii=False)
+        return redact(value)
+    return Jsonb(redact(value))
 
 
 def _step(fault: FaultHook | None, name: str) -> None:
