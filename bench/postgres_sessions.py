@@ -4,7 +4,8 @@
 
 Starts the embedded PostgreSQL of the tests (or uses --url, an empty Lore database),
 then for each backend times, p50 and p95: appending one message (durable, as a reply is;
-and not, as what the user said is), `live(key)` on a conversation another handle just
+and not, as what the user said is), keeping one streamed chunk of a reply in its draft
+(before the channel shows it), `live(key)` on a conversation another handle just
 wrote to (the refresh every turn starts with), closing a 20-message session, and a whole
 turn through the runtime with a scripted model (the turn lock included on PostgreSQL).
 Each PostgreSQL figure is printed beside the local one as a ratio. The embedded server
@@ -68,6 +69,8 @@ def measure(lore: Runtime, runs: int) -> dict[str, tuple[float, float]]:
     figures["append, not durable"] = timed(
         runs, lambda i: session.append([MESSAGE], durable=False, touch=False)
     )
+    with session.draft(len(session.messages) - 1) as draft:
+        figures["one streamed chunk kept as shown"] = timed(runs, lambda i: draft.write("好的，"))
     writer, reader = sessions.live("bench:refresh"), sessions.live("bench:refresh")
 
     def refresh(i: int) -> None:
