@@ -177,3 +177,17 @@ def test_copying_back_into_a_home_that_holds_data_is_refused(
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert "already holds 4 rows in memories" in err
+
+
+def test_a_copy_that_fails_in_the_sessions_leaves_the_database_empty(
+    sqlite_home: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _conversations(sqlite_home)
+    (sqlite_home / "sessions" / "archive").rename(sqlite_home / "moved")  # transcripts gone
+    assert main(["migrate", "--to", postgres_url]) == 1
+    assert "missing" in capsys.readouterr().err
+    pg = PostgresBackend(postgres_url)
+    try:
+        assert pg.memory.export(HOME) == [] and pg.sessions.live_keys() == []
+    finally:
+        pg.close()

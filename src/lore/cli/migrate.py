@@ -78,10 +78,11 @@ def _to_postgres(home: Path, url: str) -> list[TableCopy]:
     try:
         target = PostgresBackend(url)
         try:
-            report = copy_sqlite(source, target.db)
-            shared = PostgresSessions(target.db, target.locks)
-            report += copy_sessions(sessions, sessions.archive, shared, shared.archive)
-            report.append(copy_history(history, target.history))
+            with target.db.atomic():  # one transaction: all of it, or nothing at all
+                report = copy_sqlite(source, target.db)
+                shared = PostgresSessions(target.db, target.locks)
+                report += copy_sessions(sessions, sessions.archive, shared, shared.archive)
+                report.append(copy_history(history, target.history))
         finally:
             target.close()
     finally:
