@@ -191,3 +191,15 @@ def test_a_copy_that_fails_in_the_sessions_leaves_the_database_empty(
         assert pg.memory.export(HOME) == [] and pg.sessions.live_keys() == []
     finally:
         pg.close()
+
+
+def test_copying_back_into_a_home_with_sessions_is_refused_before_anything_is_written(
+    sqlite_home: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate", "--to", postgres_url]) == 0
+    back = tmp_path / "busy-home"
+    _conversations(back)
+    capsys.readouterr()
+    assert main(["migrate", "--home", str(back), "--from", postgres_url]) == 1
+    assert "already holds sessions" in capsys.readouterr().err
+    assert not (back / "lore.db").exists()

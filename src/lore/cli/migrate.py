@@ -97,17 +97,21 @@ def _from_postgres(home: Path, url: str) -> list[TableCopy]:
     from lore.backends.postgres.copy_back import copy_to_sqlite
     from lore.backends.postgres.sessions import PostgresSessions
     from lore.config import load_config
+    from lore.errors import StoreError
 
     config = load_config(flags={"home": str(home)})
     source = PostgresBackend(url)
     try:
         sessions, history = _local_home(config)
+        if sessions.live_keys() or sessions.archive.entries() or history.entries(limit=1):
+            raise StoreError(f"{config.home} already holds sessions; copy into an empty home")
         target = Database(config.db_path)
         try:
-            report = copy_to_sqlite(source.db, target)
-            shared = PostgresSessions(source.db, source.locks)
-            report += copy_sessions(shared, shared.archive, sessions, sessions.archive)
-            report.append(copy_history(source.history, history))
+            with target.atomic():  # lore.db all or nothing (files are written after it)
+                report = copy_to_sqlite(source.db, target)
+                shared = PostgresSessions(source.db, source.locks)
+                report += copy_sessions(shared, shared.archive, sessions, sessions.archive)
+                report.append(copy_history(source.history, history))
         finally:
             target.close()
     finally:
