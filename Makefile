@@ -87,6 +87,7 @@ bench: $(VENV)/.test
 	$(PY) bench/reminders_due.py
 	$(PY) bench/search_latency.py
 	$(PY) bench/postgres.py
+	$(PY) bench/postgres_sessions.py
 
 	$(PY) bench/owner_tools.py
 	$(PY) bench/web_approval.py

@@ -61,9 +61,25 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def config(home: Path) -> Config:
+def storage() -> str:
+    """Where the runtime keeps its data: "local" (SQLite and files). A module whose tests
+    run on both backends overrides it: `storage = pytest.fixture(params=STORAGES)(...)`,
+    see tests/postgres_server.py."""
+    return "local"
+
+
+@pytest.fixture
+def config(home: Path, storage: str) -> Config:
+    env = {"LORE_HOME": str(home), "USER": "john"}
+    if storage == "postgres":
+        from tests.postgres_server import PostgresUnavailable, empty_lore_database
+
+        try:
+            env["LORE_DATABASE_URL"] = empty_lore_database()
+        except PostgresUnavailable as exc:
+            pytest.skip(f"PostgreSQL cannot start here: {exc}")
     return load_config(
-        env={"LORE_HOME": str(home), "USER": "john"},
+        env=env,
         # Extraction is an extra model call after every turn; its own tests turn it on.
         flags={"model": "scripted", "timezone": "Asia/Taipei", "extraction.enabled": False},
     )

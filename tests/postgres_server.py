@@ -19,7 +19,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-__all__ = ["EmbeddedPostgres", "PostgresUnavailable"]
+import pytest
+
+__all__ = ["STORAGES", "EmbeddedPostgres", "PostgresUnavailable", "storage"]
 
 _USER = "embedded_postgres"
 # Durability is pointless for a database deleted after the run; these make it fast.
@@ -31,6 +33,17 @@ _SETTINGS = (
     "shared_buffers=64MB",
     "log_min_messages=warning",
 )
+
+
+# The end-to-end modules that run on both backends override the `storage` fixture with
+# this one: `from tests.postgres_server import storage  # noqa: F401`.
+STORAGES = ["local", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=STORAGES)
+def storage(request: pytest.FixtureRequest) -> str:
+    """Each test once on SQLite and files, once on PostgreSQL."""
+    return str(request.param)
 
 
 class PostgresUnavailable(RuntimeError):

@@ -9,6 +9,7 @@ from lore.events import CommandOutput, Event, Inbound, ReminderDue
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 GROUP = "line:group:family"
 

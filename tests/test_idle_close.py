@@ -12,6 +12,7 @@ from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.session_summary import SUMMARY_PROMPT
 from lore.runtime import Runtime
 from lore.sessions.closing import close_idle_sessions, close_if_idle
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 KEY = "cli:default"
 

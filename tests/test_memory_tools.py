@@ -15,6 +15,7 @@ from lore.core.tools import ToolContext, ToolResult
 from lore.llm.base import ToolCall
 from lore.memory.block import MemoryBlock, render_memory_block
 from lore.runtime import Runtime
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 HOME = "cli:default"
 

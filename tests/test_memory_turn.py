@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import Runtime
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 
 async def test_remember_then_forget_through_the_model(

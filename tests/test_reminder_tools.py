@@ -12,6 +12,7 @@ from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.reminders.feature import reminders_feature
 from lore.runtime import Runtime
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # Monday 17:00 in Taipei
 

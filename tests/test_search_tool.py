@@ -7,16 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lore.backends.local.archive import SessionArchive
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
 from lore.ports.memories import Source
-from lore.ports.sessions import SessionMeta
 from lore.runtime import Runtime
 from lore.search import searcher
 from lore.search.feature import search_feature
 from lore.search.tool import MemorySearchTool
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 HOME = "cli:default"
 GROUP = "line:group:family"
@@ -33,18 +32,7 @@ async def call(lore: Runtime, ctx: ToolContext, **args: object) -> ToolResult:
 
 
 def archive_session(lore: Runtime, scope: str, turns: list[tuple[str, str]]) -> None:
-    archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
-    stamp = "2026-11-20T02:00:00+00:00"
-    messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
-    entry = archive.write_transcript(
-        SessionMeta(SESSION, scope, stamp, stamp),
-        messages,
-        ended_at=datetime(2026, 11, 20, 3, tzinfo=UTC),
-        zone=UTC,
-        slug="api-design",
-        reason="new",
-    )
-    archive.append_index(entry)
+    archive_dated(lore, SESSION, "2026-11-20T02:00:00+00:00", turns, scope=scope, slug="api-design")
 
 
 def test_the_tool_has_the_contract_the_design_names(lore: Runtime) -> None:
@@ -189,19 +177,24 @@ async def test_what_a_turn_wrote_is_embedded_in_the_background(
     assert (stats.vectors, stats.pending_vectors) == (3, 0)
 
 
-def archive_dated(lore: Runtime, session_id: str, stamp: str, turns: list[tuple[str, str]]) -> None:
-    archive = SessionArchive(lore.config.sessions_dir, lore.config.home)
+def archive_dated(
+    lore: Runtime,
+    session_id: str,
+    stamp: str,
+    turns: list[tuple[str, str]],
+    *,
+    scope: str = HOME,
+    slug: str = "trip",
+) -> None:
+    """A session closed an hour after `stamp`, through the runtime's own sessions store."""
     messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
     start = datetime.fromisoformat(stamp)
-    entry = archive.write_transcript(
-        SessionMeta(session_id, HOME, stamp, stamp),
-        messages,
-        ended_at=start.replace(hour=start.hour + 1),
-        zone=UTC,
-        slug="trip",
-        reason="new",
-    )
-    archive.append_index(entry)
+    session = lore.sessions.live(scope)
+    session.reset(session_id)
+    session.append(messages, touch=False)
+    session.update_meta(created_at=stamp, updated_at=stamp)
+    end = start.replace(hour=start.hour + 1)
+    lore.sessions.close(session, reason="new", ended_at=end, zone=UTC, slug=slug)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from lore.ports.sessions import ArchivedSession
 from lore.runtime import Runtime
 from lore.sessions.closing import close_session
 from lore.sessions.tools import MAX_PAGE, MESSAGE_CHARS, PAGE_CHARS
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 KEY = "cli:default"
 

@@ -17,6 +17,7 @@ from lore.errors import AuthenticationError, ProviderServerError
 from lore.events import Emit, Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime, build
+from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
 
 def _conversation(lore: Runtime, events: list[Event], key: str = "cli:default") -> Conversation:

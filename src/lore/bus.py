@@ -89,7 +89,8 @@ class Bus:
             queue = self._queues[inbound.scope] = _Queue()
         queue.users += 1
         try:
-            async with queue.lock:  # FIFO: waiters are served in arrival order
+            # FIFO: waiters are served in arrival order; then across workers (PostgreSQL)
+            async with queue.lock, self.services.turn_lock(inbound.scope):
                 if not inbound.respond:
                     self.turns.record(inbound)
                 elif is_command(inbound.text):

@@ -9,6 +9,7 @@ every channel sends its messages and receives its events.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from datetime import tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -127,7 +128,8 @@ class Runtime:
 
         return Database(self.config.db_path)
 
-    # -- PostgreSQL, when `database_url` names it: memories, reminders, outbox, index ---
+    # -- PostgreSQL, when `database_url` names it: memories, reminders, outbox, index,
+    # sessions and the history log (the workspace's files stay files) -------------------
 
     @cached_property
     def postgres(self) -> PostgresBackend | None:
@@ -181,6 +183,8 @@ class Runtime:
 
     @cached_property
     def sessions(self) -> SessionStore:
+        if self.postgres is not None:
+            return self.postgres.sessions
         from lore.backends.local.sessions import LocalSessions
 
         return LocalSessions(self.config.sessions_dir, self.config.home)
@@ -213,12 +217,31 @@ class Runtime:
 
     @cached_property
     def history(self) -> HistoryLog:
+        if self.postgres is not None:
+            return self.postgres.history
         from lore.backends.local.history import History
 
         return History(self.workspace.memory_dir)
 
     def session(self, key: str) -> LiveSession:
         return self.sessions.live(key)
+
+    # -- one worker at a time: single-writer jobs and each conversation's turns ----------
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        if self.postgres is not None:
+            return self.postgres.locks.hold(f"job:{job}", wait=False)
+        if path is None:
+            return nullcontext(True)
+        from lore.files import try_lock
+
+        return try_lock(path)
+
+    def turn_lock(self, scope: str) -> AbstractAsyncContextManager[None]:
+        # On one host the bus's own queue already runs a scope's turns one at a time.
+        if self.postgres is None:
+            return nullcontext()
+        return self.postgres.locks.hold_async(f"turn:{scope}")
 
     # -- features -------------------------------------------------------------------------
 

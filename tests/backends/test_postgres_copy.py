@@ -1,6 +1,6 @@
 """`lore migrate --to URL`: a SQLite home copied into PostgreSQL without loss, each table
 compared by count and content hash, and refused (changing nothing) when the target
-already holds data."""
+already holds data; `lore migrate --from URL` copies it back into an empty home."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_a_sqlite_home_is_copied_whole_and_compared_table_by_table(
     out = capsys.readouterr().out
     for table, rows in (("memories", 4), ("memory_audit", 5), ("reminders", 2), ("outbox", 1)):
         assert f"{table:<13} {rows:>8} rows" in out
-    assert out.count(" same") == 4
+    assert out.count(" same") == 7  # the four tables, live sessions, archive, history
 
     pg = PostgresBackend(postgres_url)
     try:
@@ -92,3 +92,114 @@ def test_copying_into_a_database_that_holds_data_is_refused(
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert "already holds 4 rows in memories" in err
+
+
+def _conversations(home: Path) -> None:
+    """Live and archived sessions (a mark, a linked summary) and a history log."""
+    from zoneinfo import ZoneInfo
+
+    from lore.backends.local.history import History
+    from lore.backends.local.sessions import LocalSessions
+
+    sessions = LocalSessions(home / "sessions", home)
+    chat = sessions.live(HOME)
+    chat.append([{"role": "user", "content": "我住在花莲"}, {"role": "assistant", "content": "好"}])
+    closed = sessions.close(chat, reason="idle", ended_at=NOW, zone=ZoneInfo("Asia/Taipei"),
+                            slug="hualien")  # fmt: skip
+    assert closed is not None
+    sessions.archive.link_summary(closed.session_id, "workspace/memory/h.md", "hualien", "written")
+    sessions.live(HOME).append([{"role": "user", "content": "Привет", "author": "john"}])
+    sessions.live(HOME).mark(0, cancelled=True)
+    sessions.live(GROUP).append([{"role": "user", "content": "群里", "author": "anna"}])
+    history = History(home / "workspace" / "memory")
+    history.append(HOME, "John moved to 花莲", now=NOW)
+    history.append(GROUP, "Анна звонила маме", now=NOW + timedelta(minutes=5))
+    history.set_dream_cursor(1)
+
+
+def _read_home(home: Path) -> dict[str, object]:
+    from lore.backends.local.history import History
+    from lore.backends.local.sessions import LocalSessions
+
+    sessions = LocalSessions(home / "sessions", home)
+    history = History(home / "workspace" / "memory")
+    archive = [(e, sessions.archive.read_messages(e)) for e in sessions.archive.entries()]
+    return {
+        "live": {
+            key: (vars(sessions.live(key).meta), sessions.live(key).messages)
+            for key in sessions.live_keys()
+        },  # fmt: skip
+        "archive": archive,
+        "history": (history.entries(), history.dream_cursor()),
+    }
+
+
+def test_a_home_goes_to_postgres_and_back_whole_sessions_and_history_included(
+    sqlite_home: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _conversations(sqlite_home)
+    before = _read_home(sqlite_home)
+    assert main(["migrate", "--to", postgres_url]) == 0
+    assert "live sessions        2 rows" in capsys.readouterr().out
+
+    pg = PostgresBackend(postgres_url)
+    try:
+        live = pg.sessions.live(HOME)
+        assert live.messages == [{"role": "user", "content": "Привет", "author": "john",
+                                  "cancelled": True}]  # fmt: skip
+        (entry,) = pg.sessions.archive.entries()
+        assert (entry.summary, entry.memory_path) == ("written", "workspace/memory/h.md")
+        assert [e.content for e in pg.history.entries()] == ["John moved to 花莲",
+                                                             "Анна звонила маме"]  # fmt: skip
+    finally:
+        pg.close()
+
+    back = tmp_path / "home-again"
+    assert main(["migrate", "--home", str(back), "--from", postgres_url]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" same") == 7
+    assert "history              2 rows" in out
+    assert _read_home(back) == before
+    db = Database(back / "lore.db")
+    memories = SQLiteMemoryStore(db)
+    assert [m.content for m in memories.search(HOME, "花莲", now=NOW)] == ["John lives in 花莲"]
+    assert [m.content for m in memories.search(GROUP, "семья", now=NOW)] == ["Мама живёт в Москве"]
+    assert SQLiteReminderStore(db).list(GROUP)[0].text == "позвонить маме"
+    db.close()
+
+
+def test_copying_back_into_a_home_that_holds_data_is_refused(
+    sqlite_home: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate", "--to", postgres_url]) == 0
+    capsys.readouterr()
+    assert main(["migrate", "--from", postgres_url]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "already holds 4 rows in memories" in err
+
+
+def test_a_copy_that_fails_in_the_sessions_leaves_the_database_empty(
+    sqlite_home: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _conversations(sqlite_home)
+    (sqlite_home / "sessions" / "archive").rename(sqlite_home / "moved")  # transcripts gone
+    assert main(["migrate", "--to", postgres_url]) == 1
+    assert "missing" in capsys.readouterr().err
+    pg = PostgresBackend(postgres_url)
+    try:
+        assert pg.memory.export(HOME) == [] and pg.sessions.live_keys() == []
+    finally:
+        pg.close()
+
+
+def test_copying_back_into_a_home_with_sessions_is_refused_before_anything_is_written(
+    sqlite_home: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate", "--to", postgres_url]) == 0
+    back = tmp_path / "busy-home"
+    _conversations(back)
+    capsys.readouterr()
+    assert main(["migrate", "--home", str(back), "--from", postgres_url]) == 1
+    assert "already holds sessions" in capsys.readouterr().err
+    assert not (back / "lore.db").exists()

@@ -1,6 +1,6 @@
 """Lore on PostgreSQL end to end: `database_url` makes the runtime keep memories,
-reminders, their deliveries and the search index there, through real turns, tools and
-commands (sessions and notes stay files)."""
+reminders, their deliveries, the search index, sessions and the history log there,
+through real turns, tools and commands (the workspace's files stay files)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from lore.backends.local.live import LiveSession
 from lore.backends.postgres.backend import PostgresBackend
 from lore.cli import main
 from lore.clock import FixedClock
@@ -87,7 +86,12 @@ def test_remind_add_then_serve_once_delivers_from_postgres(
     assert main(["serve", "--once"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"delivered reminder #1 to cli:default \(late\): water the plants", out)
-    [message] = LiveSession(home / "sessions", "cli:default").messages
+    other = PostgresBackend(postgres_url)  # the session lives in PostgreSQL too
+    try:
+        [message] = other.sessions.live("cli:default").messages
+    finally:
+        other.close()
+    assert not (home / "sessions" / "cli_default.jsonl").exists()
     assert message["content"].startswith("⏰ Reminder for @john: water the plants (late)")
     assert main(["serve", "--once"]) == 0
     assert capsys.readouterr().out == ""  # nothing twice

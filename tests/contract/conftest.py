@@ -140,11 +140,9 @@ def local(tmp_path: Path) -> Iterator[Backend]:
 @register("postgres")
 @contextmanager
 def postgres(tmp_path: Path) -> Iterator[Backend]:
-    """PostgreSQL for memories, reminders, the outbox and the search index; sessions and
-    notes stay files, as they do when `database_url` is set."""
-    from lore.backends.local.history import History
+    """PostgreSQL for memories, reminders, the outbox, the search index, sessions and the
+    history log; notes stay files, as they do when `database_url` is set."""
     from lore.backends.local.notes import LocalNotes
-    from lore.backends.local.sessions import LocalSessions
     from lore.backends.postgres.backend import PostgresBackend
     from lore.backends.postgres.search_index import PostgresSearchIndex
     from tests.postgres_server import PostgresUnavailable, empty_lore_database
@@ -162,8 +160,8 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
             return Backend(
                 memories=pg.memory,
                 reminders=pg.reminders,
-                sessions=LocalSessions(home / "sessions", home),
-                history=History(home / "workspace" / "memory"),
+                sessions=pg.sessions,
+                history=pg.history,
                 search=PostgresSearchIndex(pg.db, HashEmbedder()),
                 notes=LocalNotes(home / "workspace"),
                 reopen=open_home,

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         print(dream_log(lore.versions, args.log or None))
         return 0
     if args.restore is not None:
-        lock = lore.workspace.memory_dir / ".dream.lock"
+        lock = lore.exclusive("dream", lore.workspace.memory_dir / ".dream.lock")
         versions = lore.versions
         print(
             dream_restore(versions, lock, args.restore)

@@ -6,6 +6,7 @@ this Protocol, so they never import the composition root, a backend or a channel
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Protocol
 
@@ -97,3 +98,13 @@ class Services(Protocol):
     def history_budget(self, fixed_tokens: int) -> int: ...
 
     def session(self, key: str) -> LiveSession: ...
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """Run `job` (Dream, the idle closer, one conversation's consolidation) on one
+        worker at a time: yields False at once when another holds it. On one host the
+        lock file `path` (None: no lock needed there); on PostgreSQL an advisory lock."""
+        ...
+
+    def turn_lock(self, scope: str) -> AbstractAsyncContextManager[None]:
+        """Held around each turn of `scope`: one turn at a time across every worker."""
+        ...

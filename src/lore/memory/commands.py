@@ -10,7 +10,7 @@ from lore.errors import InvalidInputError, LoreError, NotFoundError
 from lore.events import CommandOutput
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from contextlib import AbstractContextManager
 
     from lore.core.commands import CommandContext
     from lore.core.services import Services
@@ -187,5 +187,5 @@ async def _dream_restore(conversation: CommandContext, args: str) -> str | Comma
         return str(exc)
 
 
-def _dream_lock(lore: Services) -> Path:
-    return lore.workspace.memory_dir / ".dream.lock"
+def _dream_lock(lore: Services) -> AbstractContextManager[bool]:
+    return lore.exclusive("dream", lore.workspace.memory_dir / ".dream.lock")

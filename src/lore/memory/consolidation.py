@@ -22,7 +22,6 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import LoreError
-from lore.files import try_lock
 from lore.keys import key_to_filename
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.flush import FlushServices, flush_before_compaction
@@ -30,6 +29,9 @@ from lore.memory.transcript import render_messages
 from lore.ports.notes import HistoryEntry
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.turn import CompletedTurn
@@ -75,6 +77,10 @@ class ConsolidationServices(FlushServices, Protocol):
 
     def session(self, key: str) -> LiveSession: ...
 
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """`job` on one worker at a time (see lore.core.services.Services)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Consolidation:
@@ -99,7 +105,7 @@ async def maybe_consolidate(
 ) -> Consolidation | None:
     """Run at most one consolidation pass on `session`; None when none was needed."""
     lock = lore.config.sessions_dir / ".locks" / key_to_filename(session.key, ".consolidating.lock")
-    with try_lock(lock) as free:
+    with lore.exclusive(f"consolidate:{session.key}", lock) as free:
         if not free:
             return None  # another process is on it; the next turn looks again
         return await _one_pass(lore, session, system_tokens)

@@ -18,7 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path, PurePosixPath
@@ -28,7 +28,6 @@ from lore.core.loop import run_tool_loop
 from lore.core.tools import ToolContext, ToolRegistry, required_str
 from lore.errors import LoreError, ToolError
 from lore.events import Event
-from lore.files import try_lock
 from lore.llm.base import Message, Usage
 from lore.memory.dream_history import COMMIT_PREFIX, CURATED, CURSOR_COMMIT, CURSOR_PATH
 from lore.memory.transcript import local_minute
@@ -77,6 +76,10 @@ _REPLY_TOKENS = 4_096
 
 class DreamServices(Protocol):
     """What a Dream run uses."""
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """`job` on one worker at a time (see lore.core.services.Services)."""
+        ...
 
     config: Config
     clock: Clock
@@ -129,7 +132,7 @@ async def run_dream(lore: DreamServices) -> DreamResult:
     settings = lore.config.dream
     root = lore.workspace.root
     history = lore.history
-    with _exclusive(lore.workspace.memory_dir / ".dream.lock"):
+    with _exclusive(lore):
         batch = history.entries(history.dream_cursor(), limit=settings.max_entries)
         if not batch:
             return DreamResult("nothing-new", message="Nothing new for Dream since the last run.")
@@ -419,9 +422,9 @@ class _EditFile:
 
 
 @contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """A second Dream on the same workspace is refused, not queued."""
-    with try_lock(path) as free:
+def _exclusive(lore: DreamServices) -> Iterator[None]:
+    """A second Dream on the same workspace is refused, not queued (on any worker)."""
+    with lore.exclusive("dream", lore.workspace.memory_dir / ".dream.lock") as free:
         if not free:
             raise DreamBusy("Dream is already running on this workspace")
         yield

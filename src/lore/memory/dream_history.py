@@ -4,9 +4,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from contextlib import AbstractContextManager
 
-from lore.files import try_lock
 from lore.ports.notes import GitError, Versions
 
 __all__ = [
@@ -52,10 +51,11 @@ def dream_versions(git: Versions, *, limit: int = 10) -> str:
     return "\n".join(lines)
 
 
-def dream_restore(git: Versions, lock: Path, sha: str) -> str:
-    """Undo the changes of commit `sha` as a new commit; the Dream cursor stays put."""
+def dream_restore(git: Versions, dream: AbstractContextManager[bool], sha: str) -> str:
+    """Undo the changes of commit `sha` as a new commit; the Dream cursor stays put.
+    `dream` is Dream's own claim (`Services.exclusive("dream", …)`): never during a run."""
     git.ensure()
-    with try_lock(lock) as free:
+    with dream as free:
         if not free:
             raise GitError("Dream is running; restore when it is done")
         full = git.resolve(sha)

@@ -58,6 +58,8 @@ _PLURALS = {
     "version in the history": "versions in the history",
     "reminder": "reminders",
     "delivery": "deliveries",
+    "session record": "session records",
+    "history entry": "history entries",
 }
 
 
@@ -157,21 +159,27 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
     def match(value: str) -> bool:
         return redactor.count(value) > 0
 
-    if lore.config.db_path.exists():
+    if _has_database(lore):
         found.memory_ids, found.audit_ids = lore.memory.matching(match)
         found.entry_ids = _search_index(lore).entries_matching(match)
         reminders = lore.reminders.redact_text(match, redactor.text, dry_run=True)
         deliveries = lore.outbox.redact_text(match, redactor.text, dry_run=True)
+        # On PostgreSQL sessions and the history log are rows (on SQLite, files: below).
+        sessions = lore.sessions.redact_messages(match, redactor.value, dry_run=True)
+        history = lore.history.redact_text(match, redactor.text, dry_run=True)
         rows = [
             (len(found.memory_ids), "memory", _ids(found.memory_ids)),
             (len(found.audit_ids), "audit detail", ""),
             (len(found.entry_ids), "search index entry", ""),
             (reminders, "reminder", ""),
             (deliveries, "delivery", ""),
+            (sessions, "session record", ""),
+            (history, "history entry", ""),
         ]
+        where = "PostgreSQL" if lore.config.database_url else "lore.db"
         for count, what, note in rows:
             if count:
-                found.places.append(Place("lore.db", count, what, note))
+                found.places.append(Place(where, count, what, note))
     for path in _files(lore):
         data = path.read_bytes()
         relative = path.relative_to(home).as_posix()
@@ -202,7 +210,7 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
     now = lore.clock.now()
     if found.memory_ids or found.audit_ids:
         lore.memory.erase(found.memory_ids, found.audit_ids, by=by, via=via, now=now)
-    index = _search_index(lore) if lore.config.db_path.exists() else None
+    index = _search_index(lore) if _has_database(lore) else None
     if index is not None and found.entry_ids:
         index.remove_entries(found.entry_ids)
     if index is not None:
@@ -212,6 +220,8 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
 
         lore.reminders.redact_text(match, redactor.text)
         lore.outbox.redact_text(match, redactor.text)
+        lore.sessions.redact_messages(match, redactor.value)
+        lore.history.redact_text(match, redactor.text)
     for path in found.files:
         _redact_file(lore, redactor, path)
     _git(lore).rewrite_history(redactor.raw)
@@ -222,6 +232,10 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
     log.info("forget everywhere: erased copies in %d places", len(found.places))
     left = plan(lore, list(found.texts))
     return [place.describe() for place in left.places] + left.unredactable
+
+
+def _has_database(lore: Lore) -> bool:
+    return lore.config.db_path.exists() or bool(lore.config.database_url)
 
 
 # -- files -----------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import LoreError
-from lore.files import try_lock
 from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.flush import without_headings
 from lore.memory.transcript import render_messages
@@ -30,6 +29,7 @@ from lore.ports.sessions import ArchivedSession, SessionArchive
 from lore.text import slugify
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from datetime import tzinfo
 
     from lore.clock import Clock
@@ -63,6 +63,10 @@ _KEY_MESSAGES = 5
 
 class SummaryServices(Protocol):
     """What writing a closed session's summary uses."""
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """`job` on one worker at a time (see lore.core.services.Services)."""
+        ...
 
     config: Config
     clock: Clock
@@ -109,7 +113,7 @@ async def write_session_summary(lore: SummaryServices, entry: ArchivedSession) -
     left as it is: recovery may ask again for one a crash seemed to have interrupted.
     """
     archive = lore.sessions.archive
-    with try_lock(lore.config.sessions_dir / "_summaries.lock") as free:
+    with lore.exclusive("session-summaries", lore.config.sessions_dir / "_summaries.lock") as free:
         current = archive.get(entry.session_id) or entry
         if not free or current.summary != "pending":
             return current

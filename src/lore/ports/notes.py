@@ -120,6 +120,13 @@ class HistoryLog(Protocol):
     ) -> list[HistoryEntry]:
         """The newest `limit` entries of one key (after cursor `after`), oldest first."""
 
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Forget everywhere: pass every entry's content that `match`es through `redact`;
+        how many (would) change. A log kept as a file under the home answers 0: forget
+        everywhere rewrites the file itself."""
+
 
 class Workspace(Protocol):
     root: Path

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Any, Protocol
 
+from lore.errors import SessionError
 from lore.llm.base import Message
 
 __all__ = [
     "CLOSE_STEPS",
     "ArchivedSession",
+    "ClosingArchive",
     "FaultHook",
     "LiveSession",
     "SessionArchive",
     "SessionMeta",
     "SessionStore",
+    "close_in_steps",
 ]
 
 FaultHook = Callable[[str], None]
@@ -211,3 +214,94 @@ class SessionStore(Protocol):
 
     def attached(self, key: str) -> bool:
         """Is a process showing `key` live right now?"""
+
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        """Forget everywhere: pass every stored message, mark, draft and archive entry
+        whose JSON text `match`es through `redact` (a JSON value in, the same shape out);
+        how many (would) change. A store keeping them as files under the home answers 0:
+        forget everywhere rewrites those files itself."""
+
+
+class ClosingArchive(Protocol):
+    """What a close writes through: a store's archive, below the port."""
+
+    def get(self, session_id: str) -> ArchivedSession | None: ...
+
+    def write_transcript(
+        self,
+        meta: SessionMeta,
+        messages: list[Message],
+        *,
+        ended_at: datetime,
+        zone: tzinfo,
+        slug: str,
+        reason: str,
+        fault: FaultHook | None,
+    ) -> ArchivedSession:
+        """Store the exact transcript, whole or not at all (not indexed yet); a session
+        closed again keeps its transcript path. Calls `fault("archive_tmp_written")`."""
+
+    def append_index(self, entry: ArchivedSession) -> None:
+        """Index the stored transcript, last in close order, keeping an earlier summary
+        link when the entry names none."""
+
+
+def close_in_steps(
+    archive: ClosingArchive,
+    session: LiveSession,
+    *,
+    reason: str,
+    ended_at: datetime,
+    zone: tzinfo,
+    slug: str,
+    fault: FaultHook | None = None,
+) -> ArchivedSession | None:
+    """`SessionStore.close`, the same for every store: archive → index → reset under the
+    session's lock, `fault` called after each of CLOSE_STEPS. Stopped at any step, every
+    message is in the live session or a stored transcript; `recover` finishes the rest."""
+    with session.locked():
+        session.refresh()
+        if not session.messages:
+            if reason == "new":
+                session.reset()
+            return None
+        meta = replace(session.meta, extra=dict(session.meta.extra))
+        messages = list(session.messages)
+        indexed = archive.get(meta.session_id)
+        if indexed is not None and indexed.message_count == len(messages):
+            entry = indexed  # a close that stopped after indexing: only the reset is left
+        else:
+            entry = archive.write_transcript(
+                meta,
+                messages,
+                ended_at=ended_at,
+                zone=zone,
+                slug=slug,
+                reason=reason,
+                fault=fault,
+            )
+            _step(fault, "archive_written")
+            archive.append_index(entry)
+        _step(fault, "index_written")
+        session.refresh()
+        if session.meta.session_id != meta.session_id:
+            return entry  # closed by another process meanwhile; nothing left to clear
+        if len(session.messages) != len(messages):
+            raise SessionError(f"session {session.key} changed while locked")
+        session.reset()
+        if reason == "idle":
+            session.update_meta(
+                extra={
+                    "previous_session_id": entry.session_id,
+                    "previous_transcript": entry.transcript_path,
+                }
+            )
+    _step(fault, "session_reset")
+    return entry
+
+
+def _step(fault: FaultHook | None, name: str) -> None:
+    if fault is not None:
+        fault(name)

@@ -19,6 +19,9 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.background import Background
@@ -52,6 +55,10 @@ _LINE_CHARS = 220
 
 class SearchServices(Protocol):
     """What search uses: the index, and what feeds it."""
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """`job` on one worker at a time (see lore.core.services.Services)."""
+        ...
 
     config: Config
     clock: Clock
@@ -224,7 +231,8 @@ async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 3
     a time, so hybrid search covers everything again; sleep while there are none."""
     found = searcher(lore)
     while True:
-        done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH)
+        with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
+            done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
         if not done:
             await asyncio.sleep(idle_seconds)
 

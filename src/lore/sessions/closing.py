@@ -107,10 +107,12 @@ async def close_idle_sessions(
 
 
 async def idle_close_forever(lore: ClosingServices, interval_seconds: float = 60.0) -> None:
-    """For `lore serve`: idle-close sessions every `interval_seconds` until cancelled."""
+    """For `lore serve`: idle-close sessions every `interval_seconds` until cancelled
+    (one worker a round: the others find the job taken and wait for the next)."""
     while True:
         try:
-            closed = await close_idle_sessions(lore)
+            with lore.exclusive("idle-close", None) as free:
+                closed = await close_idle_sessions(lore) if free else []
             for entry in closed:
                 log.info("closed idle session %s (%s)", entry.key, entry.session_id[:8])
         except Exception:  # keep serving; the next round retries

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from lore.ports.notes import HistoryEntry
@@ -26,6 +28,16 @@ class FakeHistory:
         )
         self._entries.append(entry)
         return entry
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        found = [n for n, entry in enumerate(self._entries) if match(entry.content)]
+        if not dry_run:
+            for n in found:
+                entry = self._entries[n]
+                self._entries[n] = replace(entry, content=redact(entry.content))
+        return len(found)
 
     def dream_cursor(self) -> int:
         return self._dream_cursor

@@ -4,15 +4,17 @@ and `recover` finishing what an exception at any step left."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
+from typing import Any
 
 from lore.backends.fake.live import FakeLiveSession, LiveState
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta
+from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta, close_in_steps
 
 __all__ = ["FakeArchive", "FakeSessions"]
 
@@ -156,45 +158,15 @@ class FakeSessions:
         slug: str,
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
-        with session.locked():
-            session.refresh()
-            if not session.messages:
-                if reason == "new":
-                    session.reset()
-                return None
-            meta = replace(session.meta, extra=dict(session.meta.extra))
-            messages = list(session.messages)
-            indexed = self._archive.get(meta.session_id)
-            if indexed is not None and indexed.message_count == len(messages):
-                entry = indexed
-            else:
-                entry = self._archive.write_transcript(
-                    meta,
-                    messages,
-                    ended_at=ended_at,
-                    zone=zone,
-                    slug=slug,
-                    reason=reason,
-                    fault=fault,
-                )
-                _step(fault, "archive_written")
-                self._archive.append_index(entry)
-            _step(fault, "index_written")
-            session.refresh()
-            if session.meta.session_id != meta.session_id:
-                return entry
-            if len(session.messages) != len(messages):
-                raise SessionError(f"session {session.key} changed while locked")
-            session.reset()
-            if reason == "idle":
-                session.update_meta(
-                    extra={
-                        "previous_session_id": entry.session_id,
-                        "previous_transcript": entry.transcript_path,
-                    }
-                )
-        _step(fault, "session_reset")
-        return entry
+        return close_in_steps(
+            self.archive,
+            session,
+            reason=reason,
+            ended_at=ended_at,
+            zone=zone,
+            slug=slug,
+            fault=fault,
+        )
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
         for entry in self._archive.unindexed():
@@ -229,6 +201,21 @@ class FakeSessions:
             yield True
         finally:
             self._attached.discard(key)
+
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        changed = 0
+        lines = [line for state in self._live.values() for line in state.lines]
+        lines += [m for _, messages in self._archive._transcripts.values() for m in messages]
+        for line in lines:
+            if match(json.dumps(line, ensure_ascii=False)):
+                changed += 1
+                if not dry_run:
+                    redacted = redact(line)
+                    line.clear()
+                    line.update(redacted)
+        return changed
 
     def attached(self, key: str) -> bool:
         return key in self._attached

@@ -119,6 +119,29 @@ class SessionArchive:
         fsync_dir(self.dir)
         return entry
 
+    def restore(
+        self, entry: ArchivedSession, metadata: dict[str, Any], messages: Sequence[Message]
+    ) -> None:
+        """Write a transcript copied from another store at its own path, then index it
+        (`lore migrate`: paths and summary links stay as they were)."""
+        path = self.resolve(entry.transcript_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = {"_type": "metadata", **entry.to_dict(), "metadata": metadata}
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("wb") as f:
+            f.writelines([_dumps(header), *(_dumps(m) for m in messages)])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+        self.append_index(entry)
+
+    def metadata(self, entry: ArchivedSession) -> dict[str, Any]:
+        """The live session's metadata (last_consolidated, extra) kept with a transcript."""
+        header = self.read_metadata(self.resolve(entry.transcript_path)) or {}
+        found = header.get("metadata")
+        return found if isinstance(found, dict) else {}
+
     def append_index(self, entry: ArchivedSession) -> None:
         """Make a closed session discoverable: one fsynced line in `_sessions.jsonl`."""
         self._append_index_line({"_type": "session", **entry.to_dict()})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -104,6 +104,11 @@ class History:
                     break
         found.reverse()
         return found
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        return 0  # history.jsonl is a file under the home: forget everywhere rewrites it
 
     # -- the per-key offsets ------------------------------------------------------
 

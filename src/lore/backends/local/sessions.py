@@ -13,18 +13,17 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
-from lore.errors import SessionError
 from lore.files import atomic_write, try_lock
 from lore.keys import key_to_filename
-from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta
+from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta, close_in_steps
 from lore.ports.sessions import LiveSession as LiveSessionPort
 
 __all__ = ["STEPS", "LocalSessions"]
@@ -91,45 +90,15 @@ class LocalSessions:
         slug: str,
         fault: FaultHook | None = None,
     ) -> ArchivedSession | None:
-        with session.locked():
-            session.refresh()
-            if not session.messages:
-                if reason == "new":
-                    session.reset()
-                return None
-            meta = replace(session.meta, extra=dict(session.meta.extra))
-            messages = list(session.messages)
-            indexed = self.archive.get(meta.session_id)
-            if indexed is not None and indexed.message_count == len(messages):
-                entry = indexed  # a close that crashed after indexing: only the reset is left
-            else:
-                entry = self.archive.write_transcript(
-                    meta,
-                    messages,
-                    ended_at=ended_at,
-                    zone=zone,
-                    slug=slug,
-                    reason=reason,
-                    fault=fault,
-                )
-                _step(fault, "archive_written")
-                self.archive.append_index(entry)
-            _step(fault, "index_written")
-            session.refresh()
-            if session.meta.session_id != meta.session_id:
-                return entry  # closed by another process meanwhile; nothing left to clear
-            if len(session.messages) != len(messages):
-                raise SessionError(f"session {session.key} changed while locked")
-            session.reset()
-            if reason == "idle":
-                session.update_meta(
-                    extra={
-                        "previous_session_id": entry.session_id,
-                        "previous_transcript": entry.transcript_path,
-                    }
-                )
-        _step(fault, "session_reset")
-        return entry
+        return close_in_steps(
+            self.archive,
+            session,
+            reason=reason,
+            ended_at=ended_at,
+            zone=zone,
+            slug=slug,
+            fault=fault,
+        )
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
         """Finish what a crash in `close` left; the sessions still needing a summary
@@ -240,17 +209,17 @@ class LocalSessions:
         with try_lock(self.dir / key_to_filename(key, ".attached")) as free:
             yield free
 
+    def redact_messages(
+        self, match: Callable[[str], bool], redact: Callable[[Any], Any], *, dry_run: bool = False
+    ) -> int:
+        return 0  # transcripts are files under the home: forget everywhere rewrites them
+
     def attached(self, key: str) -> bool:
         path = self.dir / key_to_filename(key, ".attached")
         if not path.exists():
             return False
         with try_lock(path) as free:
             return not free
-
-
-def _step(fault: FaultHook | None, name: str) -> None:
-    if fault is not None:
-        fault(name)
 
 
 def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:

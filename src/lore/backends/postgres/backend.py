@@ -4,14 +4,19 @@ runtime asks for (so mypy checks that each store keeps its port's contract)."""
 from __future__ import annotations
 
 from lore.backends.postgres.database import PostgresDatabase
+from lore.backends.postgres.history import PostgresHistory
+from lore.backends.postgres.locks import LockHub
 from lore.backends.postgres.memories import PostgresMemoryStore
 from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
+from lore.backends.postgres.sessions import PostgresSessions
 from lore.ports.memories import MemoryStore
+from lore.ports.notes import HistoryLog
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
+from lore.ports.sessions import SessionStore
 
 __all__ = ["PostgresBackend"]
 
@@ -26,6 +31,11 @@ class PostgresBackend:
         self.outbox: Outbox = outbox
         self.reminders: ReminderStore = PostgresReminderStore(self.db, outbox)
         self.search_index: SearchIndexPort = PostgresSearchIndex(self.db)
+        # One connection of its own holds this process's advisory locks (turns, jobs).
+        self.locks = LockHub(url)
+        self.sessions: SessionStore = PostgresSessions(self.db, self.locks)
+        self.history: HistoryLog = PostgresHistory(self.db)
 
     def close(self) -> None:
+        self.locks.close()
         self.db.close()

@@ -25,7 +25,7 @@ from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.errors import StoreError
 from lore.text import index_terms
 
-__all__ = ["TableCopy", "copy_sqlite"]
+__all__ = ["COLUMNS", "TableCopy", "copy_sqlite", "table_digest"]
 
 _TABLES = ("memories", "memory_audit", "reminders", "outbox")
 
@@ -69,8 +69,8 @@ def copy_sqlite(source: Database, target: PostgresDatabase) -> list[TableCopy]:
                 table,
                 len(rows[table]),
                 len(back := _postgres_rows(conn, table)),
-                _digest(table, rows[table]),
-                _digest(table, back),
+                table_digest(table, rows[table]),
+                table_digest(table, back),
             )
             for table in _TABLES
         ]
@@ -82,7 +82,7 @@ def copy_sqlite(source: Database, target: PostgresDatabase) -> list[TableCopy]:
 
 # -- reading --------------------------------------------------------------------------------
 
-_COLUMNS = {
+COLUMNS = {
     "memories": (
         "id, scope, content, kind, keywords, author, source_session, source_message,"
         " created_at, updated_at, expires_at, status, superseded_by, content_key"
@@ -103,7 +103,7 @@ _SECONDS = ("created_at", "available_at", "lease_until", "delivered_at")
 
 def _sqlite_rows(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
     try:
-        cursor = conn.execute(f"SELECT {_COLUMNS[table]} FROM {table} ORDER BY id")
+        cursor = conn.execute(f"SELECT {COLUMNS[table]} FROM {table} ORDER BY id")
     except sqlite3.OperationalError as exc:
         raise StoreError(f"lore.db has no usable {table} table: {exc}") from exc
     names = [d[0] for d in cursor.description]
@@ -111,7 +111,7 @@ def _sqlite_rows(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
 
 
 def _postgres_rows(conn: Connection, table: str) -> list[dict[str, Any]]:
-    return list(conn.execute(f"SELECT {_COLUMNS[table]} FROM {table} ORDER BY id"))
+    return list(conn.execute(f"SELECT {COLUMNS[table]} FROM {table} ORDER BY id"))
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def _copy_memories(conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
             links.append({"id": row["id"], "later": row["superseded_by"]})
     if not prepared:
         return
-    columns = _COLUMNS["memories"]
+    columns = COLUMNS["memories"]
     values = ", ".join(f"%({c.strip()})s" for c in columns.split(","))
     with conn.cursor() as cursor:
         cursor.executemany(
@@ -194,7 +194,7 @@ def _iso(value: str | None) -> datetime | None:
 # -- comparing ------------------------------------------------------------------------------
 
 
-def _digest(table: str, rows: Sequence[dict[str, Any]]) -> str:
+def table_digest(table: str, rows: Sequence[dict[str, Any]]) -> str:
     """One hash of a table's rows in a form both databases agree on."""
     digest = hashlib.sha256()
     for row in rows:

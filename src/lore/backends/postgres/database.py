@@ -23,12 +23,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from lore.config import redact_url
 from lore.errors import StoreError
 
-__all__ = ["Connection", "PostgresDatabase", "advisory_key", "migrations"]
+__all__ = ["LOCK_NAMESPACE", "Connection", "PostgresDatabase", "advisory_key", "migrations"]
 
 Connection = psycopg.Connection[DictRow]
 
 # pg_advisory locks take (namespace, key): Lore's namespace keeps clear of other users.
 _LOCK_NAMESPACE = 0x4C6F7265  # "Lore"
+LOCK_NAMESPACE = _LOCK_NAMESPACE  # for the lock hub, which keeps its own connection
 _MIGRATION_KEY = 0
 
 

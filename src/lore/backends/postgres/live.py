@@ -1,0 +1,352 @@
+"""A live session on PostgreSQL: one `live_sessions` row per conversation key, and its
+`session_lines` (messages and marks) numbered within the session, never rewritten.
+
+Every append is one transaction that locks the key's row first, so writers on any worker
+take turns and line numbers follow commit order: a reader asking for lines after the
+last it saw never misses one. `locked()` holds the conversation's advisory lock across
+several steps (a close). A reply being streamed goes to `session_drafts` chunk by chunk
+before the channel shows it; a worker killed mid-reply leaves it, and the next handle
+opened on the conversation keeps it as an `interrupted` reply.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from lore.backends.postgres.database import Connection, PostgresDatabase
+from lore.backends.postgres.locks import LockHub
+from lore.llm.base import Message
+from lore.ports.sessions import SessionMeta
+
+__all__ = ["PostgresDraft", "PostgresLiveSession"]
+
+log = logging.getLogger(__name__)
+
+_META_FIELDS = ("session_id", "created_at", "updated_at", "last_consolidated", "extra")
+
+# The session's metadata with its lines after a number (one row when there are none).
+_SINCE = (
+    "SELECT l.session_id, l.created_at, l.updated_at, l.last_consolidated, l.extra,"
+    " s.seq, s.is_mark, s.body FROM live_sessions l LEFT JOIN session_lines s"
+    " ON s.key = l.key AND s.session_id = l.session_id AND s.seq > %s"
+    " WHERE l.key = %s ORDER BY s.seq"
+)
+
+
+class PostgresDraft:
+    """The reply being streamed, one row per conversation. Its commits are asynchronous:
+    a killed worker's chunks are on the server already; only the server's own crash can
+    lose the last few. The row is made, and claimed, with the first chunk."""
+
+    def __init__(self, session: PostgresLiveSession, index: int) -> None:
+        self._session = session
+        self._index = index
+        self._parts: list[str] = []
+        self._claim = ExitStack()
+        self._writing: bool | None = None  # None until the first chunk
+
+    def write(self, text: str) -> None:
+        self._parts.append(text)
+        if self._writing is None:
+            self._writing = self._claim.enter_context(self._session.hold_draft())
+            if self._writing:
+                self._session.start_draft(self._index, self.text)
+            return
+        if self._writing:
+            self._session.extend_draft(text)
+
+    def close(self) -> None:
+        if self._writing:
+            self._session.drop_draft()
+        self._claim.close()
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+class PostgresLiveSession:
+    """One conversation's live transcript; `refresh()` reads only lines added since."""
+
+    def __init__(self, db: PostgresDatabase, locks: LockHub, key: str) -> None:
+        self.key = key
+        self.messages: list[Message] = []
+        self.meta: SessionMeta
+        self._db = db
+        self._locks = locks
+        self._seq = 0
+        self._lock_depth = 0
+        with self._locked():
+            self._load_all()
+            self._recover_draft()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """The metadata and the lines added since the last read, in one query."""
+        with self._db.connection() as conn:
+            rows = conn.execute(_SINCE, (self._seq, self.key)).fetchall()
+        if not rows or rows[0]["session_id"] != self.meta.session_id:
+            self._load_all()
+            return
+        self.meta = _meta(rows[0], self.key)
+        self._apply(rows)
+
+    def _load_all(self) -> None:
+        with self._db.connection() as conn:
+            rows = conn.execute(_SINCE, (0, self.key)).fetchall()
+        if not rows:
+            with self._db.atomic() as conn:
+                _create(conn, self.key, None, on_conflict="DO NOTHING")
+                rows = conn.execute(_SINCE, (0, self.key)).fetchall()
+        self.meta = _meta(rows[0], self.key)
+        self.messages = []
+        self._seq = 0
+        self._apply(rows)
+
+    def _apply(self, rows: list[Any]) -> None:
+        """Add lines (rows with `seq`, `is_mark`, `body`; a row without a line is skipped)."""
+        for row in rows:
+            if row["seq"] is None:
+                continue
+            line = json.loads(row["body"])
+            if row["is_mark"]:
+                index, flags = line.get("index"), line.get("flags")
+                if isinstance(index, int) and 0 <= index < len(self.messages):
+                    self.messages[index].update(flags)
+            else:
+                self.messages.append(line)
+            self._seq = int(row["seq"])
+
+    # -- writing ---------------------------------------------------------------------
+
+    def append(self, messages: list[Message], *, touch: bool = True, durable: bool = True) -> None:
+        self._write([(False, m) for m in messages], touch=touch, durable=durable)
+
+    def append_once(self, key: str, messages: list[Message]) -> bool:
+        lines = [(False, {**m, "delivery": key}) for m in messages]
+        return self._write(lines, touch=True, durable=True, unless_delivered=key)
+
+    def mark(self, index: int, **flags: Any) -> None:
+        self._write([(True, {"index": index, "flags": flags})], touch=False, durable=True)
+
+    def _write(
+        self,
+        lines: list[tuple[bool, dict[str, Any]]],
+        *,
+        touch: bool,
+        durable: bool,
+        unless_delivered: str | None = None,
+    ) -> bool:
+        """One transaction: lock the key's row (touching it), catch up on what others
+        wrote, then add the lines after the last one. The handle is current afterwards
+        without reading again."""
+        if not lines:
+            return True
+        bodies = [(mark, json.dumps(line, ensure_ascii=False)) for mark, line in lines]
+        with self._db.atomic() as conn:
+            if not durable:
+                conn.execute("SET LOCAL synchronous_commit = off")
+            # Touched as it is locked, unless a delivery check may yet leave it untouched.
+            early = touch and unless_delivered is None
+            row = _lock_row(conn, self.key, touch=_now() if early else None)
+            if row["session_id"] != self.meta.session_id:
+                self.messages, self._seq = [], 0  # reset elsewhere: read the new session
+            self.meta = _meta(row, self.key)
+            others = conn.execute(
+                "SELECT seq, is_mark, body FROM session_lines"
+                " WHERE key = %s AND session_id = %s AND seq > %s ORDER BY seq",
+                (self.key, self.meta.session_id, self._seq),
+            ).fetchall()
+            self._apply(others)
+            if unless_delivered is not None and any(
+                m.get("delivery") == unless_delivered for m in self.messages
+            ):
+                return False
+            if touch and not early:
+                self.meta.updated_at = _now()
+                conn.execute(
+                    "UPDATE live_sessions SET updated_at = %s WHERE key = %s",
+                    (self.meta.updated_at, self.key),
+                )
+            added = [
+                {"seq": self._seq + n, "is_mark": mark, "body": body}
+                for n, (mark, body) in enumerate(bodies, 1)
+            ]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO session_lines (key, session_id, seq, is_mark, body)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    [
+                        (self.key, self.meta.session_id, a["seq"], a["is_mark"], a["body"])
+                        for a in added
+                    ],
+                )
+        self._apply(added)  # only once committed
+        return True
+
+    def update_meta(self, **changes: Any) -> None:
+        unknown = set(changes) - set(_META_FIELDS)
+        if unknown:
+            raise TypeError(f"not session metadata: {sorted(unknown)}")
+        with self._db.atomic() as conn:
+            current = _lock_row(conn, self.key)
+            values = {name: current[name] for name in _META_FIELDS}
+            for name, value in changes.items():
+                if name == "extra":
+                    values["extra"] = {**values["extra"], **value}
+                else:
+                    values[name] = value
+            conn.execute(
+                "UPDATE live_sessions SET session_id = %s, created_at = %s, updated_at = %s,"
+                " last_consolidated = %s, extra = %s WHERE key = %s",
+                (
+                    values["session_id"],
+                    values["created_at"],
+                    values["updated_at"],
+                    int(values["last_consolidated"]),
+                    Jsonb(values["extra"]),
+                    self.key,
+                ),
+            )
+        self.refresh()
+
+    def reset(self, session_id: str | None = None) -> None:
+        """Start a fresh transcript under the same key; the old lines go (the archive
+        holds them by now)."""
+        fresh = session_id or uuid.uuid4().hex
+        with self._db.atomic() as conn:
+            _lock_row(conn, self.key)
+            _create(conn, self.key, fresh, on_conflict="REPLACE")
+            conn.execute(
+                "DELETE FROM session_lines WHERE key = %s AND session_id <> %s", (self.key, fresh)
+            )
+        self._load_all()
+
+    def locked(self) -> AbstractContextManager[None]:
+        return self._locked()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        with self._locks.hold(f"session:{self.key}"):
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+
+    # -- the reply being streamed ----------------------------------------------------
+
+    @contextmanager
+    def draft(self, index: int) -> Iterator[PostgresDraft]:
+        draft = PostgresDraft(self, index)
+        try:
+            yield draft
+        finally:
+            draft.close()
+
+    def hold_draft(self) -> AbstractContextManager[bool]:
+        """The claim on this conversation's draft: False while another turn streams."""
+        return self._locks.hold(f"draft:{self.key}", wait=False)
+
+    def start_draft(self, index: int, text: str) -> None:
+        with self._db.atomic() as conn:
+            conn.execute("SET LOCAL synchronous_commit = off")
+            conn.execute(
+                "INSERT INTO session_drafts (key, session_id, index, text) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id,"
+                " index = excluded.index, text = excluded.text",
+                (self.key, self.meta.session_id, index, text),
+            )
+
+    def extend_draft(self, text: str) -> None:
+        with self._db.atomic() as conn:
+            conn.execute("SET LOCAL synchronous_commit = off")
+            conn.execute(
+                "UPDATE session_drafts SET text = text || %s WHERE key = %s", (text, self.key)
+            )
+
+    def drop_draft(self) -> None:
+        with self._db.atomic() as conn:
+            conn.execute("DELETE FROM session_drafts WHERE key = %s", (self.key,))
+
+    def _recover_draft(self) -> None:
+        """A reply a killed worker was streaming: keep what the user saw of it."""
+        row = self._db.fetch_one("SELECT * FROM session_drafts WHERE key = %s", (self.key,))
+        if row is None:
+            return
+        with self.hold_draft() as free:
+            if not free:
+                return  # still being streamed by a live turn
+            same = row["session_id"] == self.meta.session_id
+            index = int(row["index"])
+            text = str(row["text"])
+            if same and index == len(self.messages) - 1 and text.strip():
+                timestamp = self.messages[index].get("timestamp", _now())
+                log.warning("%s: kept a reply interrupted by a crash", self.key)
+                reply = {"role": "assistant", "content": text, "timestamp": timestamp}
+                self.append([{**reply, "interrupted": True}])
+            self.drop_draft()
+
+
+def _lock_row(conn: Connection, key: str, *, touch: str | None = None) -> Any:
+    """Lock the key's row for this transaction (made when missing), setting `updated_at`
+    to `touch` when given; the row."""
+    for _ in range(2):
+        if touch is None:
+            cursor = conn.execute("SELECT * FROM live_sessions WHERE key = %s FOR UPDATE", (key,))
+        else:
+            cursor = conn.execute(
+                "UPDATE live_sessions SET updated_at = %s WHERE key = %s RETURNING *", (touch, key)
+            )
+        row = cursor.fetchone()
+        if row is not None:
+            return row
+        _create(conn, key, None, on_conflict="DO NOTHING")
+    raise AssertionError("the session row was just made")
+
+
+def _create(conn: Connection, key: str, session_id: str | None, *, on_conflict: str) -> Any:
+    now = _now()
+    action = (
+        "DO NOTHING"
+        if on_conflict == "DO NOTHING"
+        else "DO UPDATE SET session_id = excluded.session_id, created_at = excluded.created_at,"
+        " updated_at = excluded.updated_at, last_consolidated = 0, extra = '{}'"
+    )
+    conn.execute(
+        "INSERT INTO live_sessions (key, session_id, created_at, updated_at) VALUES"
+        f" (%s, %s, %s, %s) ON CONFLICT (key) {action}",
+        (key, session_id or uuid.uuid4().hex, now, now),
+    )
+    return conn.execute("SELECT * FROM live_sessions WHERE key = %s", (key,)).fetchone()
+
+
+def _meta(row: Any, key: str) -> SessionMeta:
+    return SessionMeta(
+        session_id=str(row["session_id"]),
+        key=key,
+        created_at=str(row["created_at"]),
+        updated_at=str(row["updated_at"]),
+        last_consolidated=int(row["last_consolidated"]),
+        extra=dict(row["extra"] or {}),
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

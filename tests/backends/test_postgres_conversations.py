@@ -1,0 +1,313 @@
+"""Any worker serves any conversation on PostgreSQL: two runtimes on one database (as two
+workers behind a load balancer) take turns in one conversation and never in two at once,
+run single-writer jobs once, and a worker killed with SIGKILL mid-reply or mid-turn
+leaves what the user saw and frees the conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from lore.backends.postgres.backend import PostgresBackend
+from lore.clock import FixedClock
+from lore.config import load_config
+from lore.llm.scripted import ScriptedProvider
+from lore.memory.dream import DreamBusy, run_dream
+from lore.runtime import Runtime, build
+
+pytestmark = pytest.mark.postgres
+
+SCOPE = "telegram:42"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _worker(home: Path, url: str, model: ScriptedProvider, clock: FixedClock) -> Runtime:
+    config = load_config(
+        env={"LORE_HOME": str(home), "USER": "john", "LORE_DATABASE_URL": url},
+        flags={"model": "scripted", "timezone": "Asia/Taipei", "extraction.enabled": False},
+    )
+    return build(config, provider=model, clock=clock)
+
+
+@pytest.fixture
+async def workers(
+    tmp_path: Path, postgres_url: str, clock: FixedClock
+) -> AsyncIterator[tuple[Runtime, Runtime]]:
+    # Two hosts: each its own home directory, one database between them.
+    first = _worker(tmp_path / "host-a", postgres_url, ScriptedProvider(), clock)
+    second = _worker(tmp_path / "host-b", postgres_url, ScriptedProvider(), clock)
+    yield first, second
+    await first.aclose()
+    await second.aclose()
+
+
+def _model(runtime: Runtime) -> ScriptedProvider:
+    provider = runtime.provider
+    assert isinstance(provider, ScriptedProvider)
+    return provider
+
+
+def _texts(runtime: Runtime, scope: str = SCOPE) -> list[str]:
+    return [str(m["content"]) for m in runtime.sessions.live(scope).messages]
+
+
+async def test_two_workers_take_turns_in_one_conversation_and_each_sees_the_other(
+    workers: tuple[Runtime, Runtime],
+) -> None:
+    a, b = workers
+    _model(a).reply("先说第一件事。", delay=0.3)
+    _model(b).reply("Второе понял.")
+    first = asyncio.create_task(a.conversation(SCOPE, emit=lambda e: None).send("第一件事"))
+    await asyncio.sleep(0.05)  # a's turn is under way when b's message arrives
+    await b.conversation(SCOPE, emit=lambda e: None).send("И второе")
+    await first
+    # b's turn waited for a's: its prompt held a's whole exchange, in order.
+    asked = [m.get("content") for m in _model(b).requests[-1].messages]
+    assert asked[-3:] == ["第一件事", "先说第一件事。", "И второе"]
+    expected = ["第一件事", "先说第一件事。", "И второе", "Второе понял."]
+    assert _texts(a) == expected and _texts(b) == expected
+
+
+async def test_turns_of_different_conversations_run_at_once_across_workers(
+    workers: tuple[Runtime, Runtime],
+) -> None:
+    a, b = workers
+    _model(a).reply("slow", delay=0.5)
+    _model(b).reply("quick")
+    slow = asyncio.create_task(a.conversation(SCOPE, emit=lambda e: None).send("慢"))
+    await asyncio.sleep(0.05)
+    await b.conversation("telegram:43", emit=lambda e: None).send("быстро")
+    assert not slow.done()  # b did not wait for another conversation's turn
+    await slow
+    assert _texts(b, "telegram:43") == ["быстро", "quick"]
+
+
+async def test_dream_runs_on_one_worker_at_a_time(workers: tuple[Runtime, Runtime]) -> None:
+    a, b = workers
+    with a.exclusive("dream", None) as held:
+        assert held
+        with pytest.raises(DreamBusy):
+            await run_dream(b)
+        with b.exclusive("idle-close", None) as other:
+            assert other  # another job's name is free
+    with b.exclusive("dream", None) as later:
+        assert later
+
+
+async def test_a_session_closed_by_one_worker_is_fresh_on_the_other(
+    workers: tuple[Runtime, Runtime],
+) -> None:
+    from lore.sessions.closing import close_session
+
+    a, b = workers
+    _model(a).reply("好的")
+    await a.conversation(SCOPE, emit=lambda e: None).send("记住：周五开会")
+    entry = close_session(b, SCOPE)
+    assert entry is not None and entry.message_count == 2
+    assert _texts(a) == [] and a.sessions.live(SCOPE).meta.session_id != entry.session_id
+    assert a.sessions.archive.read_messages(entry)[0][0]["content"] == "记住：周五开会"
+
+
+# -- workers killed with SIGKILL ----------------------------------------------------------
+
+
+@pytest.fixture
+def killed() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def _start(script: str, url: str, started: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    started.append(process)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+_STREAMING = """
+import sys, time
+from lore.backends.postgres.backend import PostgresBackend
+pg = PostgresBackend(sys.argv[1])
+session = pg.sessions.live("telegram:42")
+session.append([{"role": "user", "content": "讲个故事", "timestamp": "2026-11-30T09:00:00+00:00"}])
+draft = session.draft(0).__enter__()
+draft.write("从前有座山，")
+draft.write("山里有座庙")
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_reply_streaming_when_its_worker_is_killed_is_kept_as_interrupted(
+    postgres_url: str, killed: list[subprocess.Popen[str]]
+) -> None:
+    worker = _start(_STREAMING, postgres_url, killed)
+    other = PostgresBackend(postgres_url)
+    try:
+        # While it streams, another worker leaves its draft alone.
+        assert [m["content"] for m in other.sessions.live(SCOPE).messages] == ["讲个故事"]
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+    finally:
+        other.close()
+    after = PostgresBackend(postgres_url)
+    try:
+        *_, reply = after.sessions.live(SCOPE).messages
+        assert reply == {
+            "role": "assistant",
+            "content": "从前有座山，山里有座庙",
+            "timestamp": "2026-11-30T09:00:00+00:00",
+            "interrupted": True,
+        }
+        assert len(PostgresBackend(postgres_url).sessions.live(SCOPE).messages) == 2  # once
+    finally:
+        after.close()
+
+
+_MID_TURN = """
+import sys, time
+from lore.backends.postgres.locks import LockHub
+hub = LockHub(sys.argv[1])
+with hub.hold("turn:telegram:42"):
+    print("ready", flush=True)
+    time.sleep(600)
+"""
+
+
+async def test_a_turn_waits_for_a_worker_mid_turn_and_goes_on_once_it_is_killed(
+    workers: tuple[Runtime, Runtime], postgres_url: str, killed: list[subprocess.Popen[str]]
+) -> None:
+    a, _ = workers
+    holder = _start(_MID_TURN, postgres_url, killed)
+    asked_at: list[float] = []
+
+    def answer(request: object) -> str:
+        asked_at.append(time.monotonic())
+        return "我在。"
+
+    _model(a).respond_with(answer)
+    turn = asyncio.create_task(a.conversation(SCOPE, emit=lambda e: None).send("在吗？"))
+    await asyncio.sleep(0.3)
+    assert not turn.done() and asked_at == []  # waiting for the other worker's turn
+    killed_at = time.monotonic()
+    os.kill(holder.pid, signal.SIGKILL)
+    outcome = await asyncio.wait_for(turn, timeout=60)
+    assert outcome.text == "我在。" and asked_at[0] > killed_at
+
+
+_APPENDER = """
+import sys
+from lore.backends.postgres.backend import PostgresBackend
+pg = PostgresBackend(sys.argv[1])
+name = sys.argv[2]
+session = pg.sessions.live("telegram:42")
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(40):
+    session.append([{"role": "user", "content": f"{name} сообщение {i}"}], durable=i % 2 == 0)
+    if i % 10 == 0:
+        session.mark(len(session.messages) - 1, seen=name)
+print("done", flush=True)
+"""
+
+
+def test_workers_appending_to_one_conversation_at_once_lose_and_reorder_nothing(
+    postgres_url: str, killed: list[subprocess.Popen[str]]
+) -> None:
+    names = ["甲", "乙", "丙"]
+    appenders = []
+    for name in names:
+        process = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(_APPENDER), postgres_url, name],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
+        killed.append(process)
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        appenders.append(process)
+    for process in appenders:  # all at once
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    for process in appenders:
+        assert process.stdout is not None and process.stdout.readline().strip() == "done"
+    pg = PostgresBackend(postgres_url)
+    try:
+        messages = pg.sessions.live(SCOPE).messages
+    finally:
+        pg.close()
+    assert len(messages) == 3 * 40
+    for name in names:
+        own = [m["content"] for m in messages if m["content"].startswith(name)]
+        assert own == [f"{name} сообщение {i}" for i in range(40)]  # each in its own order
+        assert sum(m.get("seen") == name for m in messages) == 4  # every mark applied
+
+
+def test_forget_everywhere_erases_a_phrase_from_sessions_and_history_on_postgres(
+    tmp_path: Path,
+    postgres_url: str,
+    clock: FixedClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lore.cli import main
+    from lore.sessions.closing import close_session
+
+    home = tmp_path / "host-a"
+    lore = _worker(home, postgres_url, ScriptedProvider(), clock)
+    said = [
+        {"role": "user", "content": "我的医生是王大夫，每周五见面"},
+        {"role": "assistant", "content": "好的，王大夫每周五。"},
+    ]
+    lore.session(SCOPE).append(said)
+    entry = close_session(lore, SCOPE)
+    assert entry is not None
+    lore.session(SCOPE).append([{"role": "user", "content": "王大夫 сказал отдыхать"}])
+    lore.history.append(SCOPE, "Anna sees 王大夫 on Fridays", now=clock.now())
+    lore.close()
+    monkeypatch.setenv("LORE_HOME", str(home))
+    monkeypatch.setenv("LORE_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("LORE_USER", "john")
+
+    assert main(["forget", "--everywhere", "--phrase", "王大夫"]) == 0
+    shown = capsys.readouterr().out
+    assert "PostgreSQL: 3 session records" in shown  # two archived messages, one live
+    assert "PostgreSQL: 1 history entry" in shown
+    assert main(["forget", "--everywhere", "--phrase", "王大夫", "--yes"]) == 0
+    assert "no copy is left" in capsys.readouterr().out
+
+    after = PostgresBackend(postgres_url)
+    try:
+        live = [m["content"] for m in after.sessions.live(SCOPE).messages]
+        assert live == ["[forgotten] сказал отдыхать"]
+        (archived,) = after.sessions.archive.entries()
+        assert [m["content"] for m in after.sessions.archive.read_messages(archived)[0]] == [
+            "我的医生是[forgotten]，每周五见面",
+            "好的，[forgotten]每周五。",
+        ]
+        assert [e.content for e in after.history.entries()] == ["Anna sees [forgotten] on Fridays"]
+    finally:
+        after.close()
