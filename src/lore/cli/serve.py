@@ -16,6 +16,7 @@ from lore.cli.common import add_common, load_runtime
 if TYPE_CHECKING:
     import uvicorn
 
+    from lore.channels.telegram import TelegramChannel
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -147,7 +148,8 @@ async def serve(
                 asyncio.create_task(dream_forever(lore), name="dream"),
                 asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
-            server = None if listener is None else _http_server(lore, listener)
+            telegram = _telegram(lore)
+            server = None if listener is None else _http_server(lore, listener, telegram)
             if server is not None and listener is not None:
                 http = server.serve(sockets=[listener])
                 web = asyncio.create_task(http, name="gateway")
@@ -159,14 +161,11 @@ async def serve(
                 file=sys.stderr,
             )
             with ExitStack() as channels:
-                if lore.config.telegram.token:
-                    from lore.channels.telegram import TelegramChannel
-
-                    telegram = TelegramChannel(lore, lore.config.telegram)
-                    telegram.check_installed()
+                if telegram is not None:
                     channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
                     helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
-                    print("lore serve: Telegram connected (long polling)", file=sys.stderr)
+                    how = telegram.settings.webhook_url or "long polling"
+                    print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
                 try:
                     await scheduler.run_forever()
                 finally:
@@ -181,8 +180,22 @@ async def serve(
         await lore.aclose()
 
 
-def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener`, not started yet."""
+def _telegram(lore: Runtime) -> TelegramChannel | None:
+    """The Telegram channel, when a bot token is configured."""
+    if not lore.config.telegram.token:
+        return None
+    from lore.channels.telegram import TelegramChannel
+
+    telegram = TelegramChannel(lore, lore.config.telegram)
+    telegram.check_installed()
+    return telegram
+
+
+def _http_server(
+    lore: Runtime, listener: socket.socket, telegram: TelegramChannel | None = None
+) -> uvicorn.Server:
+    """The gateway's uvicorn server for `listener` (with Telegram's webhook route when
+    Telegram is set up that way), not started yet."""
     import sys
 
     import uvicorn
@@ -193,6 +206,10 @@ def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
     app = create_app(lore, clients=Clients(token, lore.config), host=host)
+    if telegram is not None and telegram.settings.webhook_url:
+        from lore.channels.telegram_webhook import mount_telegram_webhook
+
+        mount_telegram_webhook(app, telegram)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host
     print(
