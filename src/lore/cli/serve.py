@@ -104,7 +104,7 @@ async def serve(
     import sys
 
     from lore.reminders.delivery import Delivery, session_delivery
-    from lore.reminders.scheduler import Scheduler
+    from lore.reminders.scheduler import Deliver, Scheduler
 
     # Into the conversation's session, and to the channel serving its scope, if any.
     into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
@@ -121,9 +121,11 @@ async def serve(
             # the reminder, which the log never does.
             log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
 
+    from lore.channels.owner import terminal_delivers
+
     # A conversation a terminal is showing gets its reminders from that terminal.
     def accepts(scope: str) -> bool:
-        return not lore.sessions.attached(scope)
+        return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
 
     poll = lore.config.reminders.poll_seconds
     scheduler = Scheduler(lore.reminders, lore.clock, deliver, accepts=accepts, max_sleep=poll)
@@ -161,11 +163,20 @@ async def serve(
                 file=sys.stderr,
             )
             with ExitStack() as channels:
+                pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
                 if telegram is not None:
                     channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
                     helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
                     how = telegram.settings.webhook_url or "long polling"
                     print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
+                    if telegram.settings.owner_ids:
+                        pushers["telegram"] = telegram.deliver
+                if lore.config.channels.unified_owner_session:
+                    from lore.channels.owner import owner_reminders
+                    from lore.config import OWNER_SCOPE
+
+                    owner = owner_reminders(lore, pushers)
+                    channels.enter_context(lore.bus.deliver_for(OWNER_SCOPE, owner))
                 try:
                     await scheduler.run_forever()
                 finally:
