@@ -131,6 +131,35 @@ async def test_a_webhook_post_without_the_secret_gets_401_and_a_wrong_one_403_an
         assert (await _sent(fake, 1))[0]["text"] == "Done."
 
 
+async def test_a_webhook_post_before_the_channel_has_started_gets_503_for_telegram_to_retry(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeTelegram
+) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/telegram/webhook"
+    settings = TelegramConfig(
+        token="123:TEST", base_url=fake.base_url, webhook_url=url, webhook_secret=SECRET
+    )
+    lore = build(replace(config, telegram=settings), provider=model, clock=clock)
+    server = _http_server(lore, listener, TelegramChannel(lore, settings))  # never started
+    web = asyncio.create_task(server.serve(sockets=[listener]))
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        fake.webhook = {"url": url, "secret_token": SECRET}
+        fake.say("hello?", chat=OWNER_CHAT, sender=OWNER)
+        assert await _post(fake, fake.updates[-1]) == 503
+        assert model.requests == []
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(web, timeout=10)
+        listener.close()
+        await lore.aclose()
+
+
 async def test_a_webhook_post_that_is_not_an_update_gets_400(
     config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeTelegram
 ) -> None:

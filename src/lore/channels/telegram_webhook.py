@@ -2,7 +2,9 @@
 
 Telegram posts each update to the public address the channel gave setWebhook, with the
 secret given there in the `X-Telegram-Bot-Api-Secret-Token` header. A request without
-the header gets 401 and one with another secret 403; neither body is read. An accepted
+the header gets 401 and one with another secret 403; neither body is read. Before the
+channel has started (it learns the bot's name first) the answer is 503, which Telegram
+retries. An accepted
 update takes the polled updates' way (`TelegramChannel.accept`, which drops an update id
 it has seen, as Telegram redelivers what it thinks was lost) and is answered at once:
 the reply goes out through sendMessage when the turn is done.
@@ -18,6 +20,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from lore.channels.http.auth import Forbidden, Unauthorized
+from lore.channels.http.context import error_response
 from lore.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -43,6 +46,9 @@ def mount_telegram_webhook(app: FastAPI, channel: TelegramChannel) -> None:
             raise Unauthorized(f"a Telegram update needs the {SECRET_HEADER} header")
         if not hmac.compare_digest(given.encode(), secret):
             raise Forbidden("the Telegram secret token does not match")
+        if not channel.ready.is_set():
+            # Not knowing the bot's name yet, a mention would go unseen: Telegram retries.
+            return error_response(503, "Lore's Telegram channel is still starting")
         try:
             data = json.loads(await request.body())
             update = Update.de_json(data, channel.bot) if isinstance(data, dict) else None
