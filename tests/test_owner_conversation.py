@@ -269,3 +269,27 @@ def test_a_reminder_channel_lore_does_not_know_is_refused(home: Path) -> None:
 
     with pytest.raises(ConfigError, match="reminder_channel"):
         load_config(env={"LORE_HOME": str(home)}, flags={"channels.reminder_channel": "fax"})
+
+
+async def test_a_terminal_and_lore_serve_in_two_processes_take_turns_in_the_owners_conversation(
+    gateway: Gateway, fake: FakeTelegram, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    terminal_model = ScriptedProvider()
+    terminal = build(gateway.lore.config, provider=terminal_model, clock=clock)
+    model.reply("The train leaves at 8.", delay=0.3)
+    terminal_model.reply("Yes, 8 o'clock.")
+    fake.say("when does my train leave? / 火车几点？", chat=OWNER_CHAT, sender=OWNER)
+    for _ in range(1000):  # until the Telegram turn is under way in the gateway
+        if model.requests:
+            break
+        await asyncio.sleep(0.01)
+    shown: list[Event] = []
+    outcome = await terminal.conversation(OWNER_SCOPE, emit=shown.append).send("at 8, right?")
+    await terminal.aclose()
+    assert outcome.text == "Yes, 8 o'clock."
+    window = [m["content"] for m in terminal_model.requests[0].messages]
+    assert window == [
+        "when does my train leave? / 火车几点？",
+        "The train leaves at 8.",
+        "at 8, right?",
+    ]

@@ -9,7 +9,7 @@ tests/contract/test_sessions_contract.py holds every backend to this.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any, Protocol
@@ -211,3 +211,7 @@ class SessionStore(Protocol):
 
     def attached(self, key: str) -> bool:
         """Is a process showing `key` live right now?"""
+
+    def turn(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Held while one turn of `key` runs, across processes: a terminal and `lore serve`
+        sharing a conversation (the owner's, across channels) take turns in it."""

@@ -4,8 +4,8 @@ and `recover` finishing what an exception at any step left."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
 
@@ -232,6 +232,10 @@ class FakeSessions:
 
     def attached(self, key: str) -> bool:
         return key in self._attached
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        yield  # one process: the bus's queue already runs one turn at a time
 
 
 def _step(fault: FaultHook | None, name: str) -> None:
