@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
 import httpx
 import pytest
-import uvicorn
 
-from lore.channels.http import create_app
-from lore.channels.http.auth import Clients
 from lore.channels.telegram import TelegramChannel
 from lore.cli import main
 from lore.clock import FixedClock
@@ -31,9 +26,8 @@ from lore.events import Inbound, Trust
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import Runtime, build
 from lore.sessions.closing import close_session
+from tests.gateway_server import OWNER_TOKEN, gateway_in_loop
 from tests.telegram_server import BOT_USERNAME, FakeTelegram
-
-OWNER_TOKEN = "owner-token-for-tests"
 
 
 @dataclass(frozen=True)
@@ -137,27 +131,6 @@ async def world(
         await lore.aclose()
 
 
-@asynccontextmanager
-async def gateway(lore: Runtime) -> AsyncIterator[str]:
-    """The gateway app on 127.0.0.1, in this event loop (turns share the runtime's bus)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    app = create_app(lore, clients=Clients(OWNER_TOKEN, lore.config), mcp=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    web = asyncio.create_task(server.serve(sockets=[listener]))
-    try:
-        for _ in range(1000):  # uvicorn says "started" by a flag, not an event
-            if server.started:
-                break
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(web, timeout=10)
-        listener.close()
-
-
 async def test_no_chat_sees_anothers_words_in_its_prompt(
     world: tuple[Runtime, Talk], model: ScriptedProvider
 ) -> None:
@@ -203,7 +176,7 @@ async def test_a_token_for_one_chat_sees_only_that_chat_on_the_web_page_and_the_
     world: tuple[Runtime, Talk], model: ScriptedProvider
 ) -> None:
     lore, _ = world
-    async with gateway(lore) as url:
+    async with gateway_in_loop(lore) as url:
         for chat in CHATS:
             headers = {"Authorization": f"Bearer {chat.token}"}
             async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from lore.channels.http.auth import Clients
@@ -27,6 +28,7 @@ from lore.llm.scripted import ScriptedProvider
 from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.runtime import Runtime, build
+from tests.gateway_server import OWNER_TOKEN, gateway_in_loop
 from tests.telegram_server import BOT_USERNAME, FakeTelegram
 
 OWNER = {"id": 111, "is_bot": False, "first_name": "John"}
@@ -293,3 +295,23 @@ async def test_a_terminal_and_lore_serve_in_two_processes_take_turns_in_the_owne
         "The train leaves at 8.",
         "at 8, right?",
     ]
+
+
+async def test_the_owners_chat_on_the_web_page_joins_the_same_conversation(
+    gateway: Gateway, fake: FakeTelegram, model: ScriptedProvider
+) -> None:
+    lore = gateway.lore
+    model.reply("Noted.")
+    fake.say("the dentist is on Friday / стоматолог в пятницу", chat=OWNER_CHAT, sender=OWNER)
+    await _sent(fake, 1)
+    model.reply("Friday.")
+    async with gateway_in_loop(lore) as url:
+        headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+            body = {"model": "lore", "messages": [{"role": "user", "content": "when?"}]}
+            reply = await http.post("/v1/chat/completions", json=body)
+            page = await http.get("/")
+    assert reply.status_code == 200 and reply.headers["X-Lore-Session"] == OWNER_SCOPE
+    window = [m["content"] for m in model.requests[-1].messages]
+    assert window == ["the dentist is on Friday / стоматолог в пятницу", "Noted.", "when?"]
+    assert page.status_code == 200 and 'data-scope="owner"' in page.text  # the page's chat
