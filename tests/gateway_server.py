@@ -1,12 +1,14 @@
-"""A real `lore serve` gateway on 127.0.0.1 (a free port), in a thread, for tests."""
+"""A real `lore serve` gateway on 127.0.0.1 (a free port), for tests: in a thread, or in
+the test's own event loop (when channels running there share the runtime's bus)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -56,3 +58,24 @@ def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gate
         server.should_exit = True
         thread.join(15)
         sock.close()
+
+
+@asynccontextmanager
+async def gateway_in_loop(lore: Runtime, *, token: str = OWNER_TOKEN) -> AsyncIterator[str]:
+    """The gateway app served by this event loop; yields its base URL."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    app = create_app(lore, clients=Clients(token, lore.config), mcp=False)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    web = asyncio.create_task(server.serve(sockets=[listener]))
+    try:
+        for _ in range(1000):  # uvicorn says "started" by a flag, not an event
+            if server.started:
+                break
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(web, timeout=10)
+        listener.close()

@@ -1,12 +1,18 @@
 """A fake Telegram Bot API on 127.0.0.1: the endpoints Lore uses, in the shapes Telegram
-sends (getMe, getUpdates with offsets and long polling, sendMessage), with outages on
-demand. The real python-telegram-bot client talks to it through its base URL."""
+sends (getMe, getUpdates with offsets and long polling, sendMessage, setWebhook and
+deleteWebhook), with outages on demand (502s, reset connections). The real
+python-telegram-bot client talks to it through its base URL; in webhook mode it posts
+updates to the registered address with the registered secret, as Telegram does."""
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
@@ -21,6 +27,8 @@ class FakeTelegram:
         self.sent: list[dict[str, Any]] = []
         self.calls: list[str] = []
         self.fail_get_updates = 0  # answer this many getUpdates with 502
+        self.reset_get_updates = 0  # reset the connection of this many getUpdates
+        self.webhook: dict[str, Any] | None = None  # what setWebhook registered
         self.confirmed = 0  # the highest offset a getUpdates asked for
         self._next_update = 1
         self._next_message = 500
@@ -75,6 +83,24 @@ class FakeTelegram:
             self._changed.notify_all()
             return message_id
 
+    def post_to_webhook(self, update: dict[str, Any], *, secret: str | None = "") -> int:
+        """Telegram delivering `update` to the registered webhook, with the registered
+        secret ("": that one; None: no header; else this one); the HTTP status."""
+        assert self.webhook is not None, "no webhook is set"
+        headers = {"Content-Type": "application/json"}
+        token = self.webhook.get("secret_token", "") if secret == "" else secret
+        if token is not None:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = token
+        data = json.dumps(update).encode("utf-8")
+        request = urllib.request.Request(
+            self.webhook["url"], data=data, headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=15) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
     def wait_sent(self, count: int, timeout: float = 15.0) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -90,6 +116,12 @@ class FakeTelegram:
             return 200, {"ok": True, "result": _bot()}
         if method == "getUpdates":
             return self._get_updates(params)
+        if method == "setWebhook":
+            self.webhook = params
+            return 200, {"ok": True, "result": True, "description": "Webhook was set"}
+        if method == "deleteWebhook":
+            self.webhook = None
+            return 200, {"ok": True, "result": True, "description": "Webhook was deleted"}
         if method == "sendMessage":
             with self._changed:
                 self.sent.append(params)
@@ -108,6 +140,13 @@ class FakeTelegram:
         return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
 
     def _get_updates(self, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.webhook is not None:
+            return 409, {
+                "ok": False,
+                "error_code": 409,
+                "description": "Conflict: can't use getUpdates method while webhook is active;"
+                " use deleteWebhook to delete the webhook first",
+            }
         if self.fail_get_updates:
             self.fail_get_updates -= 1
             return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
@@ -136,6 +175,15 @@ class FakeTelegram:
                     except ValueError:
                         params[key] = values[0]
                 method = self.path.rsplit("/", 1)[-1]
+                if method == "getUpdates" and fake.reset_get_updates:
+                    fake.reset_get_updates -= 1
+                    fake.calls.append(method)
+                    # RST instead of an answer: a connection reset by the peer.
+                    linger = struct.pack("ii", 1, 0)
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 status, data = fake._answer(method, params)
                 payload = json.dumps(data).encode("utf-8")
                 self.send_response(status)

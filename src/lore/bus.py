@@ -2,7 +2,8 @@
 
 Channels hand it `Inbound` messages. Messages of one scope run one at a time, in the
 order they arrived (a group where three people write at once gets a legal transcript,
-each message with its own author); different scopes run concurrently. A turn's events go
+each message with its own author), and after a turn another process is running in it
+(a terminal beside `lore serve`); different scopes run concurrently. A turn's events go
 to the `emit` of the channel that sent the message. Events no message asked for (a
 reminder due, a background notice) go to the channel that attached to the scope.
 """
@@ -89,8 +90,13 @@ class Bus:
             queue = self._queues[inbound.scope] = _Queue()
         queue.users += 1
         try:
-            # FIFO: waiters are served in arrival order; then across workers (PostgreSQL)
-            async with queue.lock, self.services.turn_lock(inbound.scope):
+            # FIFO: waiters are served in arrival order; another process's turn in the
+            # same conversation (a terminal beside `lore serve`, another worker) is waited for.
+            async with (
+                queue.lock,
+                self.services.turn_lock(inbound.scope),
+                self.services.sessions.turn(inbound.scope),
+            ):
                 if not inbound.respond:
                     self.turns.record(inbound)
                 elif is_command(inbound.text):

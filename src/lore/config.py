@@ -17,12 +17,14 @@ from lore.errors import ConfigError
 __all__ = [
     "ApiClientConfig",
     "ApiConfig",
+    "ChannelsConfig",
     "Config",
     "ConsolidationConfig",
     "DreamConfig",
     "ExtractionConfig",
     "MemoryConfig",
     "MemoryFlushConfig",
+    "OWNER_SCOPE",
     "ModelSpec",
     "RemindersConfig",
     "TelegramConfig",
@@ -36,6 +38,14 @@ __all__ = [
 ]
 
 PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
+
+# The owner's one conversation across channels (channels.unified_owner_session), and the
+# scopes that join it: the terminal's default, and 1:1 chats (of these kinds) that are
+# the owner's.
+OWNER_SCOPE = "owner"
+_OWNER_DIRECT = ("cli:default",)
+_OWNER_DIRECT_KINDS = ("telegram", "line:user")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line")
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,22 @@ class TelegramConfig:
     owner_ids: tuple[str, ...] = ()  # the owner's Telegram user ids
     allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk 1:1 (as guests)
     poll_seconds: int = 30  # how long one getUpdates call waits for news
+    # Webhook mode instead of long polling: the public HTTPS address of the gateway's
+    # /telegram/webhook, and the secret Telegram sends back with every update
+    # (env: TELEGRAM_WEBHOOK_SECRET). Empty: long polling.
+    webhook_url: str = ""
+    webhook_secret: str = ""
+
+
+@dataclass(frozen=True)
+class ChannelsConfig:
+    """One owner, many channels: with `unified_owner_session` the owner's 1:1 chats on
+    every channel and the terminal's default conversation are one conversation, `owner`."""
+
+    unified_owner_session: bool = False
+    # Where that conversation's reminders go: a channel ("telegram", "cli", ...), or
+    # empty for the channel the owner last wrote on.
+    reminder_channel: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,6 +194,7 @@ class Config:
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
     # postgresql://user:password@host/db: keep memories, reminders and the index in
@@ -175,10 +202,19 @@ class Config:
     database_url: str = ""
 
     def is_owner_scope(self, scope: str) -> bool:
-        if scope.startswith("cli:") or scope in self.owner_scopes:
+        if scope.startswith("cli:") or scope in self.owner_scopes or scope == OWNER_SCOPE:
             return True
         # The owner's 1:1 chat with the bot: its chat id is the owner's user id.
         return scope.startswith("telegram:") and scope[9:] in self.telegram.owner_ids
+
+    def conversation_scope(self, scope: str) -> str:
+        """The scope a conversation is kept in: `owner` for the owner's 1:1 chats (and the
+        terminal's default) when `channels.unified_owner_session` is on, else `scope`."""
+        if not self.channels.unified_owner_session:
+            return scope
+        kind = scope.rpartition(":")[0]
+        direct = scope in _OWNER_DIRECT or kind in _OWNER_DIRECT_KINDS
+        return OWNER_SCOPE if direct and self.is_owner_scope(scope) else scope
 
     @property
     def workspace(self) -> Path:
@@ -225,6 +261,7 @@ class Config:
         for client in data["api"]["clients"].values():
             client["token"] = _redact(client["token"])
         data["telegram"]["token"] = _redact(data["telegram"]["token"])
+        data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         data["database_url"] = redact_url(self.database_url)
         return data
 
@@ -273,6 +310,7 @@ _ENV = {
     "LORE_CONTEXT_WINDOW": "context_window",
     "LORE_MAX_TOOL_ROUNDS": "max_tool_rounds",
     "TELEGRAM_BOT_TOKEN": "telegram.token",
+    "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
     "LORE_DATABASE_URL": "database_url",
 }
 
@@ -371,11 +409,39 @@ def check(config: Config) -> None:
             "setting 'consolidation.target' must be below 'consolidation.threshold' "
             f"(now {config.consolidation.target} and {config.consolidation.threshold})"
         )
+    _check_telegram_webhook(config.telegram)
+    if config.channels.reminder_channel not in REMINDER_CHANNELS:
+        raise ConfigError(
+            f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "
+            "use one of: " + ", ".join(c for c in REMINDER_CHANNELS if c) + " (or empty for "
+            "the channel the owner last wrote on)"
+        )
     name = config.user_name
     if not name.strip() or len(name) > _MAX_USER_NAME or not name.isprintable() or "<" in name:
         raise ConfigError(
             f"setting 'user_name' (or LORE_USER) must be one line of at most {_MAX_USER_NAME} "
             "printable characters, without '<'"
+        )
+
+
+def _check_telegram_webhook(telegram: TelegramConfig) -> None:
+    """A webhook needs an address and a secret Telegram accepts (1-256 of A-Z a-z 0-9 _ -)."""
+    if not telegram.webhook_url:
+        return
+    if not telegram.webhook_url.startswith(("https://", "http://")):
+        raise ConfigError(
+            "setting 'telegram.webhook_url' must be the public https:// address of "
+            "/telegram/webhook"
+        )
+    secret = telegram.webhook_secret
+    if (
+        not secret
+        or len(secret) > 256
+        or not all(c.isascii() and (c.isalnum() or c in "_-") for c in secret)
+    ):
+        raise ConfigError(
+            "setting 'telegram.webhook_secret' (or TELEGRAM_WEBHOOK_SECRET) must be 1-256 "
+            "characters of A-Z, a-z, 0-9, _ and - when 'telegram.webhook_url' is set"
         )
 
 

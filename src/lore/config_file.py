@@ -58,6 +58,14 @@ DESCRIPTIONS: dict[str, str] = {
     "telegram.owner_ids": "the owner's Telegram user ids",
     "telegram.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
     "telegram.poll_seconds": "how long one getUpdates call waits for news",
+    "telegram.webhook_url": "webhook instead of long polling: the public https:// address of"
+    " the gateway's /telegram/webhook; empty: long polling",
+    "telegram.webhook_secret": "the secret Telegram sends with each webhook update"
+    " (env: TELEGRAM_WEBHOOK_SECRET)",
+    "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
+    " every channel and the terminal's default",
+    "channels.reminder_channel": "where that conversation's reminders go (telegram, cli, ...);"
+    " empty: the channel you last wrote on",
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",

@@ -440,3 +440,10 @@ def test_a_key_is_attached_while_held_and_only_once(sessions: SessionStore) -> N
     assert not sessions.attached(KEY)
     with sessions.attach(KEY) as later:
         assert later
+
+
+async def test_a_turn_is_held_per_key_and_free_again_after(sessions: SessionStore) -> None:
+    async with sessions.turn(KEY), sessions.turn(GROUP):  # another key never waits
+        pass
+    async with sessions.turn(KEY):  # released: held again at once
+        pass

@@ -9,15 +9,22 @@ Replies are plain text (nothing to escape, nothing to break), split at Telegram'
 characters. Reminders come back to the chat they were set in, mentioning whoever set them.
 A failed getUpdates is retried with backoff; an update is only confirmed (by asking for
 the next offset) once it was handed on, so an outage loses nothing.
+
+With `webhook_url` set, Telegram posts the updates to the gateway instead
+(`lore.channels.telegram_webhook`): the channel registers the address with setWebhook
+when it starts, and long polling deletes it again. Both ways end in `accept`, which
+drops an update it has already seen (Telegram redelivers one it thinks was lost).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from lore.channels.telegram_approval import TelegramApprovals
+from lore.config import OWNER_SCOPE
 from lore.events import Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
@@ -33,6 +40,8 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 4096  # Telegram's limit for one message, in UTF-16 code units
 STRANGER = "This assistant is private: it answers its owner only. Nothing you wrote was kept."
+UPDATES = ["message"]  # the kinds of update Lore asks Telegram for
+_SEEN = 10_000  # update ids remembered to drop a redelivery
 
 
 def split_message(text: str, limit: int = MAX_MESSAGE) -> list[str]:
@@ -79,6 +88,8 @@ class TelegramChannel:
         self.me_id = 0
         self.me_username = ""
         self.approvals = TelegramApprovals(self._send)
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self.ready = asyncio.Event()  # set once the bot knows itself and its webhook is set
 
     def check_installed(self) -> None:
         """One clear line when the Telegram client is missing, before anything starts."""
@@ -109,6 +120,10 @@ class TelegramChannel:
         from telegram.error import RetryAfter, TelegramError
 
         await self._start()
+        if self.settings.webhook_url:  # the gateway's webhook route brings the updates
+            await self._stopping.wait()
+            await self.drain()
+            return
         offset: int | None = None
         delay = 1.0
         while not self._stopping.is_set():
@@ -116,7 +131,7 @@ class TelegramChannel:
                 updates = await self.bot.get_updates(
                     offset=offset,
                     timeout=self.settings.poll_seconds,
-                    allowed_updates=["message"],
+                    allowed_updates=UPDATES,
                     read_timeout=self.settings.poll_seconds + 10,
                 )
             except RetryAfter as exc:
@@ -129,24 +144,34 @@ class TelegramChannel:
                 continue
             delay = 1.0
             for update in updates:
-                await self.handle(update)
+                await self.accept(update)
                 offset = update.update_id + 1  # confirmed by the next getUpdates
         await self.drain()
 
     async def _start(self) -> None:
-        """Learn who the bot is (to see mentions and replies to it), retrying until then."""
+        """Learn who the bot is (to see mentions and replies to it) and set or delete the
+        webhook (getUpdates is refused while one is set), retrying until done."""
         from telegram.error import TelegramError
 
         delay = 1.0
         while not self._stopping.is_set():
             try:
                 me = await self.bot.get_me()
+                self.me_id, self.me_username = me.id, me.username or ""
+                if self.settings.webhook_url:
+                    await self.bot.set_webhook(
+                        self.settings.webhook_url,
+                        secret_token=self.settings.webhook_secret,
+                        allowed_updates=UPDATES,
+                    )
+                else:
+                    await self.bot.delete_webhook()
             except TelegramError as exc:
-                log.warning("telegram: getMe failed (%s); retrying in %.0f s", exc, delay)
+                log.warning("telegram: starting failed (%s); retrying in %.0f s", exc, delay)
                 await self._pause(delay)
                 delay = min(delay * 2, 60.0)
                 continue
-            self.me_id, self.me_username = me.id, me.username or ""
+            self.ready.set()
             return
 
     async def _pause(self, seconds: float) -> None:
@@ -164,6 +189,17 @@ class TelegramChannel:
 
     # -- inbound --------------------------------------------------------------------------
 
+    async def accept(self, update: Update) -> bool:
+        """Handle an update, polled or posted to the webhook, unless it was seen before;
+        False for a redelivery."""
+        if update.update_id in self._seen:
+            return False
+        self._seen[update.update_id] = None
+        while len(self._seen) > _SEEN:
+            self._seen.popitem(last=False)
+        await self.handle(update)
+        return True
+
     async def handle(self, update: Update) -> None:
         """Hand one update to the bus: recorded now, answered in the scope's queue."""
         message = update.message
@@ -171,7 +207,8 @@ class TelegramChannel:
             return
         sender = message.from_user
         chat = message.chat
-        scope = f"telegram:{chat.id}"
+        # The owner's 1:1 chat may be part of the owner's one conversation across channels.
+        scope = self.lore.config.conversation_scope(f"telegram:{chat.id}")
         private = chat.type == "private"
         trust = self._trust(str(sender.id), private=private)
         if trust is None:
@@ -269,6 +306,10 @@ class TelegramChannel:
     async def deliver(self, due: Delivery) -> None:
         """A reminder, back to the chat it was set in, mentioning who set it. Raises when
         Telegram refuses, so the scheduler retries it."""
+        if due.scope == OWNER_SCOPE:  # the owner's conversation: their own 1:1 chat
+            late = " (late)" if due.late else ""
+            await self._send(int(self.settings.owner_ids[0]), f"⏰ {due.text}{late}", strict=True)
+            return
         chat_id = int(due.scope.split(":", 1)[1])
         mention = f"@{due.author}" if due.author else ""
         text = f"⏰ Reminder for {mention}: {due.text}" if mention else f"⏰ {due.text}"

@@ -181,13 +181,22 @@ async def _close_if_idle(lore: Runtime, key: str, renderer: Renderer) -> None:
 
 
 def _start_scheduler(lore: Runtime, key: str) -> Scheduler:
+    from lore.channels.owner import terminal_delivers
     from lore.reminders.delivery import session_delivery
     from lore.reminders.scheduler import Scheduler
 
-    # Only this conversation's reminders: other conversations' are `lore serve`'s.
+    # Only this conversation's reminders: other conversations' are `lore serve`'s (and
+    # so are the owner's, when they go to another channel).
     deliver = session_delivery(lore.sessions, lore.bus.route)
     poll = lore.config.reminders.poll_seconds
-    scheduler = Scheduler(lore.reminders, lore.clock, deliver, scope=key, max_sleep=poll)
+    scheduler = Scheduler(
+        lore.reminders,
+        lore.clock,
+        deliver,
+        scope=key,
+        accepts=lambda scope: terminal_delivers(lore, scope),
+        max_sleep=poll,
+    )
     lore.background.spawn(scheduler.run_forever, name="reminders")
     return scheduler
 

@@ -84,6 +84,9 @@ def load_runtime(
     from lore.config_file import write_if_missing
 
     write_if_missing(config.config_path)  # first run: every setting, commented, to look at
+    if isinstance(getattr(args, "session", None), str):
+        # With one conversation for the owner across channels, the terminal's is it.
+        args.session = config.conversation_scope(args.session)
     return build(config)
 
 

@@ -16,6 +16,7 @@ from lore.cli.common import add_common, load_runtime
 if TYPE_CHECKING:
     import uvicorn
 
+    from lore.channels.telegram import TelegramChannel
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -103,7 +104,7 @@ async def serve(
     import sys
 
     from lore.reminders.delivery import Delivery, session_delivery
-    from lore.reminders.scheduler import Scheduler
+    from lore.reminders.scheduler import Deliver, Scheduler
 
     # Into the conversation's session, and to the channel serving its scope, if any.
     into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
@@ -120,9 +121,11 @@ async def serve(
             # the reminder, which the log never does.
             log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
 
+    from lore.channels.owner import terminal_delivers
+
     # A conversation a terminal is showing gets its reminders from that terminal.
     def accepts(scope: str) -> bool:
-        return not lore.sessions.attached(scope)
+        return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
 
     poll = lore.config.reminders.poll_seconds
     scheduler = Scheduler(
@@ -154,7 +157,8 @@ async def serve(
                 asyncio.create_task(dream_forever(lore), name="dream"),
                 asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
-            server = None if listener is None else _http_server(lore, listener)
+            telegram = _telegram(lore)
+            server = None if listener is None else _http_server(lore, listener, telegram)
             if server is not None and listener is not None:
                 http = server.serve(sockets=[listener])
                 web = asyncio.create_task(http, name="gateway")
@@ -166,14 +170,20 @@ async def serve(
                 file=sys.stderr,
             )
             with ExitStack() as channels:
-                if lore.config.telegram.token:
-                    from lore.channels.telegram import TelegramChannel
-
-                    telegram = TelegramChannel(lore, lore.config.telegram)
-                    telegram.check_installed()
+                pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
+                if telegram is not None:
                     channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
                     helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
-                    print("lore serve: Telegram connected (long polling)", file=sys.stderr)
+                    how = telegram.settings.webhook_url or "long polling"
+                    print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
+                    if telegram.settings.owner_ids:
+                        pushers["telegram"] = telegram.deliver
+                if lore.config.channels.unified_owner_session:
+                    from lore.channels.owner import owner_reminders
+                    from lore.config import OWNER_SCOPE
+
+                    owner = owner_reminders(lore, pushers)
+                    channels.enter_context(lore.bus.deliver_for(OWNER_SCOPE, owner))
                 try:
                     await scheduler.run_forever()
                 finally:
@@ -188,8 +198,22 @@ async def serve(
         await lore.aclose()
 
 
-def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener`, not started yet."""
+def _telegram(lore: Runtime) -> TelegramChannel | None:
+    """The Telegram channel, when a bot token is configured."""
+    if not lore.config.telegram.token:
+        return None
+    from lore.channels.telegram import TelegramChannel
+
+    telegram = TelegramChannel(lore, lore.config.telegram)
+    telegram.check_installed()
+    return telegram
+
+
+def _http_server(
+    lore: Runtime, listener: socket.socket, telegram: TelegramChannel | None = None
+) -> uvicorn.Server:
+    """The gateway's uvicorn server for `listener` (with Telegram's webhook route when
+    Telegram is set up that way), not started yet."""
     import sys
 
     import uvicorn
@@ -201,6 +225,10 @@ def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
     app = create_app(lore, clients=Clients(token, lore.config), host=host)
+    if telegram is not None and telegram.settings.webhook_url:
+        from lore.channels.telegram_webhook import mount_telegram_webhook
+
+        mount_telegram_webhook(app, telegram)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host
     print(

@@ -9,7 +9,7 @@ tests/contract/test_sessions_contract.py holds every backend to this.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Any, Protocol
@@ -222,6 +222,10 @@ class SessionStore(Protocol):
         whose JSON text `match`es through `redact` (a JSON value in, the same shape out);
         how many (would) change. A store keeping them as files under the home answers 0:
         forget everywhere rewrites those files itself."""
+
+    def turn(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Held while one turn of `key` runs, across processes: a terminal and `lore serve`
+        sharing a conversation (the owner's, across channels) take turns in it."""
 
 
 class ClosingArchive(Protocol):

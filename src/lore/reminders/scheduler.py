@@ -94,6 +94,8 @@ class Scheduler:
 
     def _scopes(self, now: datetime) -> list[str] | None:
         if self.scope is not None:
+            if self.accepts is not None and not self.accepts(self.scope):
+                return []  # its reminders go elsewhere now: another process delivers them
             return [self.scope]
         if self.accepts is None:
             return None

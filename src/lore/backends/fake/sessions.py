@@ -5,8 +5,8 @@ and `recover` finishing what an exception at any step left."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
 from typing import Any
@@ -219,6 +219,10 @@ class FakeSessions:
 
     def attached(self, key: str) -> bool:
         return key in self._attached
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        yield  # one process: the bus's queue already runs one turn at a time
 
 
 def _step(fault: FaultHook | None, name: str) -> None:

@@ -9,12 +9,13 @@ finishes or tidies what the crash left. Tests inject `fault(step)` after each st
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = ["STEPS", "LocalSessions"]
 log = logging.getLogger(__name__)
 
 _KEPT = 256  # live sessions kept loaded
+_TURN_POLL = 0.05  # seconds between tries for a turn another process is running
 
 STEPS = CLOSE_STEPS  # points a test can crash at, in order
 
@@ -220,6 +222,17 @@ class LocalSessions:
             return False
         with try_lock(path) as free:
             return not free
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        # Tried, not waited for in a thread: a cancelled wait must leave no lock behind.
+        path = self.dir / key_to_filename(key, ".turn.lock")
+        while True:
+            with try_lock(path) as free:
+                if free:
+                    yield
+                    return
+            await asyncio.sleep(_TURN_POLL)
 
 
 def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from datetime import datetime, tzinfo
 from typing import Any
@@ -322,6 +322,12 @@ class PostgresSessions:
 
     def attached(self, key: str) -> bool:
         return self.locks.held_anywhere(f"attach:{key}")
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        # The runtime's turn lock (an advisory lock per conversation) already holds every
+        # worker to one turn at a time here; nothing more to take.
+        yield
 
 
 # (table, a unique key, the columns that may hold a copy of what the person said)

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from lore.config import Config
+from lore.config import OWNER_SCOPE, Config
 from lore.errors import ConfigError, LoreError
 
 __all__ = [
@@ -78,7 +78,9 @@ class Clients:
     def __init__(self, owner_token: str, config: Config) -> None:
         self._tokens: list[tuple[bytes, Client]] = []
         if owner_token:
-            owner = Client(OWNER, ("*",), config.user_name)
+            # The owner's chat on the web page joins their one conversation, if they have one.
+            default = OWNER_SCOPE if config.channels.unified_owner_session else ""
+            owner = Client(OWNER, ("*",), config.user_name, default)
             self._tokens.append((owner_token.encode(), owner))
         for name, client in sorted(config.api.clients.items()):
             if not client.token:

@@ -1,0 +1,62 @@
+"""Telegram's webhook on the gateway: `POST /telegram/webhook`, instead of long polling.
+
+Telegram posts each update to the public address the channel gave setWebhook, with the
+secret given there in the `X-Telegram-Bot-Api-Secret-Token` header. A request without
+the header gets 401 and one with another secret 403; neither body is read. Before the
+channel has started (it learns the bot's name first) the answer is 503, which Telegram
+retries. An accepted
+update takes the polled updates' way (`TelegramChannel.accept`, which drops an update id
+it has seen, as Telegram redelivers what it thinks was lost) and is answered at once:
+the reply goes out through sendMessage when the turn is done.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from lore.channels.http.auth import Forbidden, Unauthorized
+from lore.channels.http.context import error_response
+from lore.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from lore.channels.telegram import TelegramChannel
+
+__all__ = ["SECRET_HEADER", "WEBHOOK_PATH", "mount_telegram_webhook"]
+
+WEBHOOK_PATH = "/telegram/webhook"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+def mount_telegram_webhook(app: FastAPI, channel: TelegramChannel) -> None:
+    """Add the webhook route for `channel` to the gateway `app`."""
+    from telegram import Update
+
+    secret = channel.settings.webhook_secret.encode()
+    router = APIRouter(include_in_schema=False)
+
+    @router.post(WEBHOOK_PATH)
+    async def telegram_webhook(request: Request) -> JSONResponse:
+        given = request.headers.get(SECRET_HEADER)
+        if given is None:
+            raise Unauthorized(f"a Telegram update needs the {SECRET_HEADER} header")
+        if not hmac.compare_digest(given.encode(), secret):
+            raise Forbidden("the Telegram secret token does not match")
+        if not channel.ready.is_set():
+            # Not knowing the bot's name yet, a mention would go unseen: Telegram retries.
+            return error_response(503, "Lore's Telegram channel is still starting")
+        try:
+            data = json.loads(await request.body())
+            update = Update.de_json(data, channel.bot) if isinstance(data, dict) else None
+        except (ValueError, KeyError, TypeError):
+            update = None
+        if update is None:
+            raise InvalidInputError("the request body is not a Telegram update")
+        await channel.accept(update)
+        return JSONResponse({"ok": True})
+
+    app.include_router(router)
