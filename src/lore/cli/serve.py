@@ -1,5 +1,5 @@
 """`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP), the
-chat channels (Telegram, when configured) and the background services (reminder
+chat channels (Telegram and LINE, when configured) and the background services (reminder
 scheduler, idle close, Dream, embedding what the search index is still missing) in one process.
 """
 
@@ -16,6 +16,7 @@ from lore.cli.common import add_common, load_runtime
 if TYPE_CHECKING:
     import uvicorn
 
+    from lore.channels.line import LineChannel
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -135,9 +136,13 @@ async def serve(
     from lore.search import embed_backlog_forever
     from lore.sessions.closing import close_idle_sessions, idle_close_forever
 
+    line = _line_channel(lore)
     try:
         if once:
-            await scheduler.run_once()
+            with ExitStack() as channels:
+                if line is not None:  # due reminders of LINE chats go out by push
+                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                await scheduler.run_once()
             await close_idle_sessions(lore)
         else:
             # Idle close, Dream, the gateway and the chat channels run beside the scheduler
@@ -147,7 +152,7 @@ async def serve(
                 asyncio.create_task(dream_forever(lore), name="dream"),
                 asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
-            server = None if listener is None else _http_server(lore, listener)
+            server = None if listener is None else _http_server(lore, listener, line)
             if server is not None and listener is not None:
                 http = server.serve(sockets=[listener])
                 web = asyncio.create_task(http, name="gateway")
@@ -167,6 +172,9 @@ async def serve(
                     channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
                     helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
                     print("lore serve: Telegram connected (long polling)", file=sys.stderr)
+                if line is not None:
+                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    print("lore serve: LINE webhook at /line/webhook", file=sys.stderr)
                 try:
                     await scheduler.run_forever()
                 finally:
@@ -178,10 +186,25 @@ async def serve(
                         task.cancel()
                     await asyncio.gather(*helpers, return_exceptions=True)
     finally:
+        if line is not None:
+            await line.aclose()
         await lore.aclose()
 
 
-def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
+def _line_channel(lore: Runtime) -> LineChannel | None:
+    """The LINE channel when its secret and token are set."""
+    if not lore.config.line.enabled:
+        return None
+    from lore.channels.line import LineChannel
+
+    line = LineChannel(lore, lore.config.line)
+    line.check_installed()
+    return line
+
+
+def _http_server(
+    lore: Runtime, listener: socket.socket, line: LineChannel | None = None
+) -> uvicorn.Server:
     """The gateway's uvicorn server for `listener`, not started yet."""
     import sys
 
@@ -192,7 +215,7 @@ def _http_server(lore: Runtime, listener: socket.socket) -> uvicorn.Server:
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
-    app = create_app(lore, clients=Clients(token, lore.config), host=host)
+    app = create_app(lore, clients=Clients(token, lore.config), host=host, line=line)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host
     print(

@@ -1,0 +1,378 @@
+"""LINE, end to end: signed webhook calls into the real gateway, the real line-bot-sdk client
+against a fake Messaging API on 127.0.0.1, the scripted model behind Lore."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from lore.channels.line import INTRO, STRANGER, LineChannel
+from lore.channels.line_api import LineApi
+from lore.clock import FixedClock
+from lore.config import Config, LineConfig
+from lore.llm.base import ChatRequest
+from lore.llm.scripted import ScriptedProvider, Step
+from lore.reminders.delivery import session_delivery
+from lore.reminders.scheduler import Scheduler
+from lore.runtime import Runtime, build
+from tests.line_server import (
+    OWNER_TOKEN,
+    SECRET,
+    TOKEN,
+    FakeLine,
+    Webhooks,
+    running_gateway,
+    sign,
+)
+
+JOHN = "U1111111111111111111111111111111a"
+MOM = "U2222222222222222222222222222222b"
+EVE = "U9999999999999999999999999999999e"
+FAMILY = "C0000000000000000000000000000f4m1"
+ROOM = "R0000000000000000000000000000r00m"
+
+
+async def _no_wait(seconds: float) -> None:
+    await asyncio.sleep(0)
+
+
+def settings_for(fake: FakeLine, **changes: Any) -> LineConfig:
+    base = LineConfig(
+        channel_secret=SECRET,
+        access_token=TOKEN,
+        api_base_url=fake.base_url,
+        owner_ids=(JOHN,),
+    )
+    return replace(base, **changes)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLine]:
+    with FakeLine() as server:
+        server.profiles.update({JOHN: "John", MOM: "Mom 媽媽", EVE: "Eve"})
+        yield server
+
+
+class Line:
+    """A running gateway with LINE on it, and a way to post what LINE would."""
+
+    def __init__(self, lore: Runtime, channel: LineChannel, url: str, fake: FakeLine) -> None:
+        self.lore = lore
+        self.channel = channel
+        self.url = url
+        self.fake = fake
+        self.hooks = Webhooks(fake)
+
+    async def post(self, *events: dict[str, Any], secret: str = SECRET) -> httpx.Response:
+        body = Webhooks.body(*events)
+        headers = {"X-Line-Signature": sign(body, secret), "Content-Type": "application/json"}
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
+            return await client.post("/line/webhook", content=body, headers=headers)
+
+    async def say(self, text: str, **where: Any) -> httpx.Response:
+        response = await self.post(self.hooks.text(text, **where))
+        assert response.status_code == 200
+        return response
+
+    async def sent(self, count: int) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.fake.wait_sent, count)
+
+
+@pytest.fixture
+async def line(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> AsyncIterator[Line]:
+    settings = settings_for(fake)
+    lore = build(replace(config, line=settings), provider=model, clock=clock)
+    channel = LineChannel(lore, settings, api=LineApi(settings, sleep=_no_wait))
+    async with running_gateway(lore, channel) as url:
+        yield Line(lore, channel, url, fake)
+    await channel.aclose()
+    await lore.aclose()
+
+
+def _echo(request: ChatRequest) -> Step:
+    return Step(text=f"re: {request.messages[-1]['content']}")
+
+
+def _texts(sent: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in sent["messages"]]
+
+
+async def test_the_owner_talks_to_lore_in_a_private_chat(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.reply("東京。")
+    await line.say("What is the capital of Japan?", user=JOHN)
+    [sent] = await line.sent(1)
+    assert sent["kind"] == "reply" and sent["to"] == JOHN and _texts(sent) == ["東京。"]
+    user, reply = line.lore.session(f"line:user:{JOHN}").messages
+    assert (user["author"], user["author_id"], user["channel"]) == ("John", JOHN, "line")
+    assert reply["content"] == "東京。"
+    assert line.lore.config.is_owner_scope(f"line:user:{JOHN}")
+    assert not line.lore.config.is_owner_scope(f"line:group:{FAMILY}")
+
+
+async def test_a_stranger_in_a_private_chat_gets_one_line_and_nothing_is_kept(
+    line: Line, model: ScriptedProvider
+) -> None:
+    await line.say("hi, who are you?", user=EVE)
+    [sent] = await line.sent(1)
+    assert _texts(sent) == [STRANGER]
+    assert line.lore.session(f"line:user:{EVE}").messages == []
+    assert model.requests == []
+
+
+async def test_someone_on_the_allow_list_talks_as_a_guest(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> None:
+    settings = settings_for(fake, allow=(EVE,))
+    lore = build(replace(config, line=settings), provider=model, clock=clock)
+    channel = LineChannel(lore, settings, api=LineApi(settings, sleep=_no_wait))
+    model.respond_with(_echo)
+    async with running_gateway(lore, channel) as url:
+        await Line(lore, channel, url, fake).say("Привет!", user=EVE)
+        [sent] = await asyncio.to_thread(fake.wait_sent, 1)
+    await channel.aclose()
+    await lore.aclose()
+    assert _texts(sent) == ["re: Привет!"]
+    offered = {spec.name for spec in model.requests[0].tools}
+    assert offered.isdisjoint({"read_file", "write_file", "exec"})
+
+
+async def test_a_missing_or_forged_signature_gets_400_and_nothing_is_kept(
+    line: Line, model: ScriptedProvider
+) -> None:
+    event = line.hooks.text("remember the door code", user=JOHN)
+    forged = await line.post(event, secret="not-the-channel-secret")
+    assert forged.status_code == 400
+    assert "X-Line-Signature" in forged.json()["error"]["message"]
+    body = Webhooks.body(event)
+    async with httpx.AsyncClient(base_url=line.url) as client:
+        unsigned = await client.post("/line/webhook", content=body)
+        tampered = await client.post(
+            "/line/webhook",
+            content=body.replace(b"door", b"safe"),
+            headers={"X-Line-Signature": sign(body)},
+        )
+    assert (unsigned.status_code, tampered.status_code) == (400, 400)
+    await asyncio.sleep(0.2)
+    assert line.fake.sent == [] and model.requests == []
+    assert line.lore.session(f"line:user:{JOHN}").messages == []
+
+
+async def test_in_a_group_lore_answers_when_addressed_and_otherwise_only_listens(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.default = _echo
+    await line.say("Grandma lands at 3 PM on Thursday", user=MOM, group=FAMILY)
+    await line.say("@Lore when does grandma land?", user=JOHN, group=FAMILY, mention_bot=True)
+    [sent] = await line.sent(1)
+    assert sent["kind"] == "reply" and sent["to"] == FAMILY
+    assert _texts(sent) == ["re: when does grandma land?"]
+    assert sent["messages"][0]["quoteToken"]  # the answer quotes the question
+    [request] = model.requests
+    assert [m["content"] for m in request.messages] == [
+        "Grandma lands at 3 PM on Thursday",
+        "when does grandma land?",
+    ]
+    assert "Speaking: John" in request.system
+    # A reply quoting Lore's answer is addressed to Lore; so is its name.
+    await line.say("thanks!", user=MOM, group=FAMILY, quoted=sent["ids"][0])
+    await line.say("lore, and the hotel?", user=MOM, group=FAMILY)
+    await line.say("explore the city later", user=MOM, group=FAMILY)
+    await line.sent(3)
+    await line.channel.drain()
+    authors = [m.get("author") for m in line.lore.session(f"line:group:{FAMILY}").messages]
+    assert authors == ["Mom 媽媽", "John", None, "Mom 媽媽", None, "Mom 媽媽", None, "Mom 媽媽"]
+    assert len(line.fake.sent) == 3
+
+
+async def test_a_room_is_a_conversation_of_its_own(line: Line, model: ScriptedProvider) -> None:
+    model.default = _echo
+    await line.say("Lore, hello from the room", user=MOM, room=ROOM)
+    [sent] = await line.sent(1)
+    assert sent["to"] == ROOM
+    [said, _] = line.lore.session(f"line:room:{ROOM}").messages
+    assert said["author"] == "Mom 媽媽" and said["content"] == "Lore, hello from the room"
+
+
+async def test_a_burst_in_one_group_is_answered_in_order(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.default = _echo
+    events = [
+        line.hooks.text(
+            f"@Lore question {n}", user=MOM if n % 2 else JOHN, group=FAMILY, mention_bot=True
+        )
+        for n in range(10)
+    ]
+    async with httpx.AsyncClient(base_url=line.url, timeout=30) as client:
+        for event in events:  # ten calls within a second, as LINE makes them
+            body = Webhooks.body(event)
+            answer = await client.post(
+                "/line/webhook", content=body, headers={"X-Line-Signature": sign(body)}
+            )
+            assert answer.status_code == 200
+    sent = await line.sent(10)
+    assert [_texts(s)[0] for s in sent] == [f"re: question {n}" for n in range(10)]
+
+
+async def test_a_stale_reply_token_falls_back_to_push(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> None:
+    settings = settings_for(fake)
+    lore = build(replace(config, line=settings), provider=model, clock=clock)
+    ticks = iter([0.0, 0.0, 120.0, 120.0, 120.0])  # the turn took two minutes
+    channel = LineChannel(
+        lore, settings, api=LineApi(settings, sleep=_no_wait), monotonic=lambda: next(ticks)
+    )
+    model.reply("Sorry for the wait: 42.")
+    async with running_gateway(lore, channel) as url:
+        await Line(lore, channel, url, fake).say("what is the answer?", user=JOHN)
+        [sent] = await asyncio.to_thread(fake.wait_sent, 1)
+    await channel.aclose()
+    await lore.aclose()
+    assert sent["kind"] == "push" and sent["to"] == JOHN
+    assert _texts(sent) == ["Sorry for the wait: 42."]
+
+
+async def test_a_refused_reply_token_falls_back_to_push_and_rate_limits_are_retried(
+    line: Line, model: ScriptedProvider
+) -> None:
+    line.fake.fail("reply", 400)
+    line.fake.fail("push", 429, 503)
+    model.reply("Here.")
+    await line.say("are you there?", user=JOHN)
+    [sent] = await line.sent(1)
+    assert sent["kind"] == "push" and _texts(sent) == ["Here."]
+    assert line.fake.calls.count("POST /v2/bot/message/push") == 3
+
+
+async def test_a_long_answer_goes_out_in_pieces_within_lines_limits(
+    line: Line, model: ScriptedProvider
+) -> None:
+    paragraph = "長い段落です。" * 400  # 2,800 characters: two do not fit in one message
+    model.reply("\n\n".join([paragraph] * 7))
+    await line.say("tell me everything", user=JOHN)
+    reply, push = await line.sent(2)
+    # Five messages are all one reply may carry; the rest follow by push.
+    assert (reply["kind"], len(reply["messages"])) == ("reply", 5)
+    assert (push["kind"], len(push["messages"])) == ("push", 2)
+    assert _texts(reply) + _texts(push) == [paragraph] * 7
+
+
+async def test_the_speakers_name_is_asked_once_and_cached(
+    line: Line, model: ScriptedProvider
+) -> None:
+    for n in range(3):
+        await line.say(f"note {n}", user=MOM, group=FAMILY)
+    await line.channel.drain()
+    asks = [c for c in line.fake.calls if c.endswith(f"/member/{MOM}")]
+    assert len(asks) == 1
+
+
+async def test_follow_greets_the_owner_and_refuses_a_stranger(line: Line) -> None:
+    await line.post(line.hooks.event("follow", userId=JOHN))
+    await line.post(line.hooks.event("follow", userId=EVE))
+    sent = await line.sent(2)
+    by_whom = {s["to"]: _texts(s)[0] for s in sent}
+    assert by_whom[JOHN].startswith("Hi John, I'm Lore.")
+    assert by_whom[EVE] == STRANGER
+
+
+async def test_join_introduces_lore_and_leave_keeps_the_groups_data(
+    line: Line, model: ScriptedProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    await line.post(line.hooks.event("join", groupId=FAMILY))
+    [intro] = await line.sent(1)
+    assert intro["to"] == FAMILY and _texts(intro) == [INTRO.format(bot="Lore")]
+    model.tool_call("remember", {"content": "Grandma's flight lands Thursday 3 PM"}).reply("Noted.")
+    await line.say(
+        "@Lore remember grandma's flight lands Thursday 3 PM",
+        user=MOM,
+        group=FAMILY,
+        mention_bot=True,
+    )
+    await line.sent(2)
+    with caplog.at_level(logging.INFO, logger="lore.channels.line"):
+        await line.post(line.hooks.event("leave", groupId=FAMILY))
+    assert f"lore memory forget --scope line:group:{FAMILY}" in caplog.text
+    [kept] = line.lore.memory.active(f"line:group:{FAMILY}", now=line.lore.clock.now())
+    assert kept.content == "Grandma's flight lands Thursday 3 PM" and kept.author == "Mom 媽媽"
+
+
+async def test_a_redelivered_event_is_handled_once(line: Line, model: ScriptedProvider) -> None:
+    model.default = _echo
+    event = line.hooks.text("only once", user=JOHN)
+    await line.post(event)
+    redelivered = dict(event, deliveryContext={"isRedelivery": True})
+    await line.post(redelivered)
+    await line.sent(1)
+    await line.channel.drain()
+    assert len(line.fake.sent) == 1 and len(model.requests) == 1
+
+
+async def test_a_reminder_is_pushed_to_the_group_with_a_real_mention_once(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.tool_call("set_reminder", {"text": "call grandma {now}", "when": "in 10 minutes"})
+    model.reply("I'll remind you.")
+    await line.say(
+        "@Lore remind me to call grandma in 10 minutes", user=MOM, group=FAMILY, mention_bot=True
+    )
+    await line.sent(1)
+    lore = line.lore
+    deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+    later = lore.clock.now() + timedelta(minutes=11)
+    with lore.bus.deliver_for("line:", line.channel.deliver):
+        scheduler = Scheduler(lore.reminders, FixedClock(later), deliver)
+        assert len(await scheduler.run_once(later)) == 1
+        assert await scheduler.run_once(later + timedelta(minutes=5)) == []
+    push = (await line.sent(2))[1]
+    assert push["kind"] == "push" and push["to"] == FAMILY and push["retry_key"]
+    [message] = push["messages"]
+    assert message["type"] == "textV2"
+    assert message["text"] == "⏰ Reminder for {user}: call grandma {{now}}"
+    mention = message["substitution"]["user"]
+    assert mention == {"type": "mention", "mentionee": {"type": "user", "userId": MOM}}
+    assert len(line.fake.wait_sent(3, timeout=1)) == 2  # delivered once
+
+
+async def test_an_undeliverable_reminder_is_retried_then_shown_as_failed(
+    line: Line, model: ScriptedProvider
+) -> None:
+    from lore.ports.outbox import MAX_ATTEMPTS
+
+    model.tool_call("set_reminder", {"text": "water the plants", "when": "in 1 minute"})
+    model.reply("OK.")
+    await line.say("remind me to water the plants in a minute", user=JOHN)
+    await line.sent(1)
+    line.fake.fail("push", *([429] * 4 * MAX_ATTEMPTS))  # the month's quota is used up
+    lore = line.lore
+    deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+    when = lore.clock.now() + timedelta(minutes=2)
+    with lore.bus.deliver_for("line:", line.channel.deliver):
+        scheduler = Scheduler(lore.reminders, FixedClock(when), deliver)
+        for _ in range(MAX_ATTEMPTS):
+            assert await scheduler.run_once(when) == []
+            when += timedelta(hours=2)
+    [item] = lore.outbox.items(f"line:user:{JOHN}")
+    assert item.status == "failed" and "429" in item.last_error
+    assert len(line.fake.sent) == 1
+    # Shown as failed where the owner looks: the REST API and the web page.
+    async with httpx.AsyncClient(
+        base_url=line.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}
+    ) as client:
+        listed = (await client.get("/api/reminders", params={"scope": f"line:user:{JOHN}"})).json()
+        page = (await client.get("/", params={"scope": f"line:user:{JOHN}"})).text
+    [undelivered] = listed["undelivered"]
+    assert undelivered["status"] == "failed" and undelivered["text"] == "water the plants"
+    assert "water the plants — failed after 8 attempt(s)" in page
