@@ -26,13 +26,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import uvicorn
 
 from lore.channels.http import create_app
 from lore.channels.http.auth import Clients
+from lore.channels.line import LineChannel
+from lore.channels.line_api import LineApi
+from lore.config import LineConfig
+from lore.runtime import build
 
 if TYPE_CHECKING:
-    from lore.channels.line import LineChannel
+    from lore.clock import Clock
+    from lore.config import Config
+    from lore.llm.scripted import ScriptedProvider
     from lore.runtime import Runtime
 
 BOT_ID = "Ub0f1a2b3c4d5e6f708192a3b4c5d6e7f"
@@ -59,6 +66,9 @@ class FakeLine:
         self.profiles: dict[str, str] = {}  # user id -> display name
         self.sent: list[dict[str, Any]] = []  # {"kind": reply|push, "to", "messages", ...}
         self.calls: list[str] = []
+        # What crossed the wire, in order: ("webhook", chat, user id, text) for a message
+        # LINE delivered, ("reply" | "push", chat, "", text) for what Lore sent.
+        self.wire: list[tuple[str, str, str, str]] = []
         self.failures: dict[str, list[int]] = {}  # "reply" / "push" -> statuses to answer
         self._issued: set[str] = set()
         self._used: set[str] = set()
@@ -171,6 +181,8 @@ class FakeLine:
         for _ in messages:
             self._next_id += 1
             sent.append({"id": str(self._next_id), "quoteToken": uuid.uuid4().hex})
+        for message in messages:
+            self.wire.append((kind, to, "", _rendered(message, self.profiles)))
         self.sent.append(
             {
                 "kind": kind,
@@ -182,6 +194,16 @@ class FakeLine:
         )
         self._changed.notify_all()
         return {"sentMessages": sent}
+
+    def transcript(self, chat: str) -> str:
+        """One chat as its people saw it: who wrote what, and what Lore answered how."""
+        lines = []
+        for kind, where, user, text in self.wire:
+            if where != chat:
+                continue
+            who = self.profiles.get(user, user) if kind == "webhook" else f"Lore ({kind})"
+            lines.append(f"{who}: {text}")
+        return "\n".join(lines) + "\n"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -210,6 +232,17 @@ class FakeLine:
                 pass
 
         return Handler
+
+
+def _rendered(message: dict[str, Any], names: dict[str, str]) -> str:
+    """A sent message as LINE shows it: a textV2 mention becomes @Name."""
+    text = str(message.get("text", ""))
+    if message.get("type") != "textV2":
+        return text
+    for key, value in (message.get("substitution") or {}).items():
+        user = value.get("mentionee", {}).get("userId", "")
+        text = text.replace(f"{{{key}}}", f"@{names.get(user, user)}")
+    return text.replace("{{", "{").replace("}}", "}")
 
 
 class Webhooks:
@@ -256,6 +289,8 @@ class Webhooks:
             }
         if quoted:
             message["quotedMessageId"] = quoted
+        with self.fake._changed:
+            self.fake.wire.append(("webhook", group or room or user, user, text))
         return self._fresh(event, group or room or user)
 
     def event(self, name: str, **source: str) -> dict[str, Any]:
@@ -299,3 +334,69 @@ async def running_gateway(lore: Runtime, line: LineChannel) -> AsyncIterator[str
         server.should_exit = True
         await asyncio.wait_for(task, timeout=30)
         sock.close()
+
+
+async def no_wait(seconds: float) -> None:
+    """The backoff's sleep in tests: no waiting, just a turn of the event loop."""
+    await asyncio.sleep(0)
+
+
+def line_settings(fake: FakeLine, **changes: Any) -> LineConfig:
+    """LINE settings pointing at the fake server; `changes` as LineConfig's fields."""
+    values: dict[str, Any] = {
+        "channel_secret": SECRET,
+        "access_token": TOKEN,
+        "api_base_url": fake.base_url,
+        **changes,
+    }
+    return LineConfig(**values)
+
+
+class LineGateway:
+    """A running gateway with LINE on it, and a way to post what LINE would."""
+
+    def __init__(self, lore: Runtime, channel: LineChannel, url: str, fake: FakeLine) -> None:
+        self.lore = lore
+        self.channel = channel
+        self.url = url
+        self.fake = fake
+        self.hooks = Webhooks(fake)
+
+    async def post(self, *events: dict[str, Any], secret: str = SECRET) -> httpx.Response:
+        body = Webhooks.body(*events)
+        headers = {"X-Line-Signature": sign(body, secret), "Content-Type": "application/json"}
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
+            return await client.post("/line/webhook", content=body, headers=headers)
+
+    async def say(self, text: str, **where: Any) -> httpx.Response:
+        response = await self.post(self.hooks.text(text, **where))
+        assert response.status_code == 200, response.text
+        return response
+
+    async def sent(self, count: int) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.fake.wait_sent, count)
+
+    def client(self, token: str = OWNER_TOKEN) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {token}"}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=60)
+
+
+@asynccontextmanager
+async def line_gateway(
+    config: Config,
+    model: ScriptedProvider,
+    clock: Clock,
+    fake: FakeLine,
+    monotonic: Any = None,
+) -> AsyncIterator[LineGateway]:
+    """Lore with LINE (`config.line`) behind a running gateway; torn down on exit, as a
+    stopped `lore serve` is."""
+    lore = build(config, provider=model, clock=clock)
+    extra = {"monotonic": monotonic} if monotonic is not None else {}
+    channel = LineChannel(lore, config.line, api=LineApi(config.line, sleep=no_wait), **extra)
+    try:
+        async with running_gateway(lore, channel) as url:
+            yield LineGateway(lore, channel, url, fake)
+    finally:
+        await channel.aclose()
+        await lore.aclose()

@@ -4,53 +4,40 @@ against a fake Messaging API on 127.0.0.1, the scripted model behind Lore."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from lore.channels.line import INTRO, STRANGER, LineChannel
-from lore.channels.line_api import LineApi
+from lore.channels.line import INTRO, STRANGER
 from lore.clock import FixedClock
-from lore.config import Config, LineConfig
+from lore.config import Config, load_config
+from lore.errors import ConfigError
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
-from lore.runtime import Runtime, build
 from tests.line_server import (
     OWNER_TOKEN,
-    SECRET,
-    TOKEN,
     FakeLine,
     Webhooks,
-    running_gateway,
+    line_gateway,
+    line_settings,
     sign,
 )
+from tests.line_server import LineGateway as Line
 
 JOHN = "U1111111111111111111111111111111a"
 MOM = "U2222222222222222222222222222222b"
 EVE = "U9999999999999999999999999999999e"
 FAMILY = "C0000000000000000000000000000f4m1"
 ROOM = "R0000000000000000000000000000r00m"
-
-
-async def _no_wait(seconds: float) -> None:
-    await asyncio.sleep(0)
-
-
-def settings_for(fake: FakeLine, **changes: Any) -> LineConfig:
-    base = LineConfig(
-        channel_secret=SECRET,
-        access_token=TOKEN,
-        api_base_url=fake.base_url,
-        owner_ids=(JOHN,),
-    )
-    return replace(base, **changes)
 
 
 @pytest.fixture
@@ -60,42 +47,16 @@ def fake() -> Iterator[FakeLine]:
         yield server
 
 
-class Line:
-    """A running gateway with LINE on it, and a way to post what LINE would."""
-
-    def __init__(self, lore: Runtime, channel: LineChannel, url: str, fake: FakeLine) -> None:
-        self.lore = lore
-        self.channel = channel
-        self.url = url
-        self.fake = fake
-        self.hooks = Webhooks(fake)
-
-    async def post(self, *events: dict[str, Any], secret: str = SECRET) -> httpx.Response:
-        body = Webhooks.body(*events)
-        headers = {"X-Line-Signature": sign(body, secret), "Content-Type": "application/json"}
-        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
-            return await client.post("/line/webhook", content=body, headers=headers)
-
-    async def say(self, text: str, **where: Any) -> httpx.Response:
-        response = await self.post(self.hooks.text(text, **where))
-        assert response.status_code == 200
-        return response
-
-    async def sent(self, count: int) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.fake.wait_sent, count)
+def _config(config: Config, fake: FakeLine, **changes: Any) -> Config:
+    return replace(config, line=line_settings(fake, owner_ids=(JOHN,), **changes))
 
 
 @pytest.fixture
 async def line(
     config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
 ) -> AsyncIterator[Line]:
-    settings = settings_for(fake)
-    lore = build(replace(config, line=settings), provider=model, clock=clock)
-    channel = LineChannel(lore, settings, api=LineApi(settings, sleep=_no_wait))
-    async with running_gateway(lore, channel) as url:
-        yield Line(lore, channel, url, fake)
-    await channel.aclose()
-    await lore.aclose()
+    async with line_gateway(_config(config, fake), model, clock, fake) as running:
+        yield running
 
 
 def _echo(request: ChatRequest) -> Step:
@@ -133,15 +94,10 @@ async def test_a_stranger_in_a_private_chat_gets_one_line_and_nothing_is_kept(
 async def test_someone_on_the_allow_list_talks_as_a_guest(
     config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
 ) -> None:
-    settings = settings_for(fake, allow=(EVE,))
-    lore = build(replace(config, line=settings), provider=model, clock=clock)
-    channel = LineChannel(lore, settings, api=LineApi(settings, sleep=_no_wait))
     model.respond_with(_echo)
-    async with running_gateway(lore, channel) as url:
-        await Line(lore, channel, url, fake).say("Привет!", user=EVE)
-        [sent] = await asyncio.to_thread(fake.wait_sent, 1)
-    await channel.aclose()
-    await lore.aclose()
+    async with line_gateway(_config(config, fake, allow=(EVE,)), model, clock, fake) as line:
+        await line.say("Привет!", user=EVE)
+        [sent] = await line.sent(1)
     assert _texts(sent) == ["re: Привет!"]
     offered = {spec.name for spec in model.requests[0].tools}
     assert offered.isdisjoint({"read_file", "write_file", "exec"})
@@ -228,18 +184,13 @@ async def test_a_burst_in_one_group_is_answered_in_order(
 async def test_a_stale_reply_token_falls_back_to_push(
     config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
 ) -> None:
-    settings = settings_for(fake)
-    lore = build(replace(config, line=settings), provider=model, clock=clock)
-    ticks = iter([0.0, 0.0, 120.0, 120.0, 120.0])  # the turn took two minutes
-    channel = LineChannel(
-        lore, settings, api=LineApi(settings, sleep=_no_wait), monotonic=lambda: next(ticks)
-    )
+    ticks = itertools.chain([0.0, 0.0], itertools.repeat(120.0))  # the turn took 2 minutes
     model.reply("Sorry for the wait: 42.")
-    async with running_gateway(lore, channel) as url:
-        await Line(lore, channel, url, fake).say("what is the answer?", user=JOHN)
-        [sent] = await asyncio.to_thread(fake.wait_sent, 1)
-    await channel.aclose()
-    await lore.aclose()
+    async with line_gateway(
+        _config(config, fake), model, clock, fake, monotonic=lambda: next(ticks)
+    ) as line:
+        await line.say("what is the answer?", user=JOHN)
+        [sent] = await line.sent(1)
     assert sent["kind"] == "push" and sent["to"] == JOHN
     assert _texts(sent) == ["Sorry for the wait: 42."]
 
@@ -368,11 +319,93 @@ async def test_an_undeliverable_reminder_is_retried_then_shown_as_failed(
     assert item.status == "failed" and "429" in item.last_error
     assert len(line.fake.sent) == 1
     # Shown as failed where the owner looks: the REST API and the web page.
-    async with httpx.AsyncClient(
-        base_url=line.url, headers={"Authorization": f"Bearer {OWNER_TOKEN}"}
-    ) as client:
+    async with line.client(OWNER_TOKEN) as client:
         listed = (await client.get("/api/reminders", params={"scope": f"line:user:{JOHN}"})).json()
         page = (await client.get("/", params={"scope": f"line:user:{JOHN}"})).text
     [undelivered] = listed["undelivered"]
     assert undelivered["status"] == "failed" and undelivered["text"] == "water the plants"
     assert "water the plants — failed after 8 attempt(s)" in page
+
+
+async def test_the_owner_approves_a_tool_by_replying_in_the_chat(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.tool_call("write_file", {"path": "groceries.md", "content": "- молоко\n- 牛奶\n"})
+    model.reply("Saved your list.")
+    model.tool_call("write_file", {"path": "groceries.md", "content": "nothing\n"})
+    model.reply("Left it as it was.")
+    await line.say("save my grocery list", user=JOHN)
+    [question] = await line.sent(1)
+    assert question["kind"] == "push"  # the reply token waits for the answer itself
+    assert _texts(question)[0].startswith("May I create groceries.md?")
+    assert "+- 牛奶" in _texts(question)[0]
+    await line.say("yes", user=JOHN)
+    sent = await line.sent(2)
+    assert _texts(sent[1]) == ["Saved your list."]
+    path = line.lore.workspace.root / "groceries.md"
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    await line.say("now empty it", user=JOHN)
+    await line.sent(3)
+    await line.say("no", user=JOHN)
+    sent = await line.sent(4)
+    assert _texts(sent[3]) == ["Left it as it was."]
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    messages = line.lore.session(f"line:user:{JOHN}").messages
+    tools = [m for m in messages if m["role"] == "tool"]
+    assert [t["decision"]["outcome"] for t in tools] == ["approved", "refused"]
+    assert tools[0]["decision"]["by"] == "John (line)"
+    said = [m["content"] for m in messages if m["role"] == "user"]
+    assert said == ["save my grocery list", "now empty it"]  # the answers are not messages
+
+
+async def test_a_group_members_turn_offers_no_file_or_shell_tools(
+    line: Line, model: ScriptedProvider
+) -> None:
+    model.respond_with(_echo)
+    await line.say("@Lore hello", user=MOM, group=FAMILY, mention_bot=True)
+    await line.sent(1)
+    offered = {spec.name for spec in model.requests[0].tools}
+    assert offered.isdisjoint({"read_file", "write_file", "exec"})
+
+
+async def test_the_consoles_verify_call_is_answered(line: Line) -> None:
+    answer = await line.post()  # LINE's "Verify": no events, signed all the same
+    assert answer.status_code == 200 and answer.json() == {}
+
+
+async def test_a_configured_name_addresses_lore_in_a_group(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> None:
+    model.default = _echo
+    settings = _config(config, fake, names=("小助手", "Lorita"))
+    async with line_gateway(settings, model, clock, fake) as line:
+        await line.say("小助手，奶奶的航班几点到？", user=MOM, group=FAMILY)
+        await line.say("Lore is not its name here", user=MOM, group=FAMILY)
+        await line.say("lorita: и когда обратный рейс?", user=MOM, group=FAMILY)
+        sent = await line.sent(2)
+        await line.channel.drain()
+    assert [_texts(s)[0] for s in sent] == [
+        "re: 小助手，奶奶的航班几点到？",
+        "re: lorita: и когда обратный рейс?",
+    ]
+    assert len(fake.sent) == 2
+
+
+def test_line_is_configured_from_the_environment_and_its_secrets_are_masked(
+    home: Path,
+) -> None:
+    env = {
+        "LORE_HOME": str(home),
+        "LINE_CHANNEL_SECRET": "3f1c0a5e9b7d2c4e6f8a0b1c2d3e4f5a",
+        "LINE_CHANNEL_ACCESS_TOKEN": "long-lived-token-0123456789",
+    }
+    loaded = load_config(env=env)
+    assert loaded.line.enabled
+    shown = loaded.redacted()["line"]
+    assert shown["channel_secret"] == "3f1…4f5a" and shown["access_token"] == "lon…6789"
+
+
+def test_half_a_line_configuration_is_one_clear_error(home: Path) -> None:
+    env = {"LORE_HOME": str(home), "LINE_CHANNEL_SECRET": "3f1c0a5e9b7d2c4e6f8a0b1c2d3e4f5a"}
+    with pytest.raises(ConfigError, match="'line.access_token'"):
+        load_config(env=env)

@@ -88,7 +88,10 @@ class LineApi:
 
     async def bot_info(self) -> tuple[str, str]:
         """The bot's user id and display name."""
-        info = await self._call("bot info", lambda api: api.get_bot_info(_request_timeout=_TIMEOUT))
+        # Asked while a webhook call waits for its answer: one try, no backoff.
+        info = await self._call(
+            "bot info", lambda api: api.get_bot_info(_request_timeout=_TIMEOUT), attempts=1
+        )
         return str(info.user_id), str(info.display_name)
 
     async def display_name(self, kind: str, place: str, user_id: str) -> str:
@@ -133,14 +136,17 @@ class LineApi:
             raise
         return [str(sent.id) for sent in answer.sent_messages or []]
 
-    async def _call(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def _call(
+        self, what: str, call: Callable[[Any], Awaitable[Any]], *, attempts: int = 0
+    ) -> Any:
         from aiohttp import ClientError
         from linebot.v3.messaging import ApiException
 
         api = self._messaging()
+        attempts = attempts or self._attempts
         delay = 1.0
-        for attempt in range(self._attempts):
-            last = attempt == self._attempts - 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
             try:
                 return await call(api)
             except ApiException as exc:
