@@ -74,9 +74,26 @@ async def _webhook_vs_health(home: Path, fake: FakeLine, calls: int) -> dict[str
                 await client.get("/health")
                 health.append(time.perf_counter() - started)
             await line.channel.drain()
+            # The same work without HTTP: check the signature, parse, record.
+            direct, recording = [], []
+            for n in range(calls):
+                body = Webhooks.body(line.hooks.text(f"more {n}", user=MOM, group=GROUP))
+                signature = sign(body)
+                started = time.perf_counter()
+                await line.channel.handle(line.channel.parse(body, signature))
+                await line.channel.drain()
+                direct.append(time.perf_counter() - started)
+                quiet = Inbound(
+                    f"line:group:{GROUP}", "line", "Mom", f"more {n}", "member", respond=False
+                )
+                started = time.perf_counter()
+                await line.lore.bus.send(quiet)
+                recording.append(time.perf_counter() - started)
     return {
         "webhook_p50_ms": statistics.median(webhook) * 1000,
         "health_p50_ms": statistics.median(health) * 1000,
+        "handled_p50_ms": statistics.median(direct) * 1000,
+        "recorded_p50_ms": statistics.median(recording) * 1000,
     }
 
 
@@ -135,10 +152,16 @@ def main() -> None:
         print(json.dumps(figures))
         return
     webhook, health = figures["webhook_p50_ms"], figures["health_p50_ms"]
+    handled, recorded = figures["handled_p50_ms"], figures["recorded_p50_ms"]
     line, bus = figures["line_turn_ms"], figures["bus_turn_ms"]
     print(f"webhook call, one unaddressed group message: p50 {webhook:.2f} ms")
     print(
         f"  baseline GET /health on the same gateway: p50 {health:.2f} ms ({webhook / health:.1f}x)"
+    )
+    print(f"the same message without HTTP (check, parse, record): p50 {handled:.2f} ms")
+    print(
+        f"  baseline: the message handed to the bus to record: p50 {recorded:.2f} ms "
+        f"({handled / recorded:.1f}x)"
     )
     print(f"addressed group turn through LINE (webhook to reply): {line:.2f} ms per turn")
     print(f"  baseline: the same turn handed to the bus:          {bus:.2f} ms ({line / bus:.1f}x)")

@@ -25,6 +25,8 @@ from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
 from tests.line_server import (
     OWNER_TOKEN,
+    SECRET,
+    TOKEN,
     FakeLine,
     Webhooks,
     line_gateway,
@@ -409,3 +411,35 @@ def test_half_a_line_configuration_is_one_clear_error(home: Path) -> None:
     env = {"LORE_HOME": str(home), "LINE_CHANNEL_SECRET": "3f1c0a5e9b7d2c4e6f8a0b1c2d3e4f5a"}
     with pytest.raises(ConfigError, match="'line.access_token'"):
         load_config(env=env)
+
+
+def test_lore_serve_once_pushes_a_due_line_reminder(
+    home: Path,
+    fake: FakeLine,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from datetime import UTC, datetime
+
+    from lore.backends.local.database import Database
+    from lore.backends.local.reminders import SQLiteReminderStore
+    from lore.cli import main
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'[line]\napi_base_url = "{fake.base_url}"\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("LINE_CHANNEL_SECRET", SECRET)
+    monkeypatch.setenv("LINE_CHANNEL_ACCESS_TOKEN", TOKEN)
+    now = datetime.now(UTC)
+    db = Database(home / "lore.db")
+    SQLiteReminderStore(db).add(f"line:group:{FAMILY}", "Mom", "call grandma",
+                                now - timedelta(minutes=1), timezone="Asia/Taipei",
+                                now=now - timedelta(minutes=10))  # fmt: skip
+    db.close()
+    assert main(["serve", "--once"]) == 0
+    assert main(["serve", "--once"]) == 0
+    [push] = fake.sent
+    assert (push["kind"], push["to"]) == ("push", FAMILY)
+    assert _texts(push) == ["⏰ Reminder for @Mom: call grandma"]
+    assert f"delivered reminder #1 to line:group:{FAMILY}" in capsys.readouterr().out
