@@ -443,3 +443,27 @@ def test_lore_serve_once_pushes_a_due_line_reminder(
     assert (push["kind"], push["to"]) == ("push", FAMILY)
     assert _texts(push) == ["⏰ Reminder for @Mom: call grandma"]
     assert f"delivered reminder #1 to line:group:{FAMILY}" in capsys.readouterr().out
+
+
+async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mention(
+    line: Line,
+) -> None:
+    from datetime import UTC, datetime
+
+    from lore.ports.outbox import OutboxItem
+    from lore.reminders.delivery import Delivery
+
+    def due(scope: str, late: bool) -> Delivery:
+        payload = {"reminder_id": 7, "author": "John", "text": "стирка", "late": late,
+                   "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
+        created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
+        return Delivery(
+            OutboxItem(0, f"r7@{late}", scope, "line", "reminder", payload, "pending", 0, created)
+        )
+
+    await line.channel.deliver(due(f"line:user:{JOHN}", late=True))
+    await line.channel.deliver(due(f"line:group:{FAMILY}", late=False))
+    private, group = await line.sent(2)
+    assert _texts(private) == ["⏰ стирка (late)"]
+    assert group["messages"][0]["type"] == "text"  # John never spoke there: no id to mention
+    assert _texts(group) == ["⏰ Reminder for @John: стирка"]
