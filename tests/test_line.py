@@ -120,7 +120,11 @@ async def test_a_missing_or_forged_signature_gets_400_and_nothing_is_kept(
             content=body.replace(b"door", b"safe"),
             headers={"X-Line-Signature": sign(body)},
         )
-    assert (unsigned.status_code, tampered.status_code) == (400, 400)
+        huge = b'{"events": [], "padding": "' + b"x" * 2_000_000 + b'"}'
+        oversize = await client.post(
+            "/line/webhook", content=huge, headers={"X-Line-Signature": sign(huge)}
+        )
+    assert (unsigned.status_code, tampered.status_code, oversize.status_code) == (400, 400, 400)
     await asyncio.sleep(0.2)
     assert line.fake.sent == [] and model.requests == []
     assert line.lore.session(f"line:user:{JOHN}").messages == []

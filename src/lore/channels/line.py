@@ -58,6 +58,7 @@ SORRY = "Sorry, I could not answer that just now."
 _REPLY_WINDOW = 50.0  # seconds a reply token is trusted (LINE's limit is about a minute)
 _NAME_TTL = 24 * 3600.0  # a display name is asked for again after a day
 _REMEMBERED = 5000  # sent message ids and webhook event ids kept to recognise them
+MAX_BODY = 1_000_000  # bytes; LINE's calls are a few KB, anything this big is not LINE
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ class LineChannel:
             self._parser = WebhookParser(self.settings.channel_secret)
         if not signature:
             raise InvalidInputError("the X-Line-Signature header is missing")
+        if len(body) > MAX_BODY:
+            raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
         try:
             text = body.decode("utf-8")
             events: list[Any] = self._parser.parse(text, signature)

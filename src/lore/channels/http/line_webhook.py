@@ -7,12 +7,12 @@ once; the messages it carried are answered (reply or push) as their turns finish
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
 
-if TYPE_CHECKING:
-    from lore.channels.line import LineChannel
+from lore.channels.line import MAX_BODY, LineChannel
+from lore.errors import InvalidInputError
 
 __all__ = ["line_router"]
 
@@ -22,6 +22,9 @@ def line_router(channel: LineChannel) -> APIRouter:
 
     @router.post("/line/webhook", summary="LINE Messaging API webhook (signed by LINE)")
     async def webhook(request: Request) -> dict[str, Any]:
+        length = request.headers.get("content-length", "")
+        if length.isdecimal() and int(length) > MAX_BODY:  # refused before it is read
+            raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
         body = await request.body()
         events = channel.parse(body, request.headers.get("x-line-signature", ""))
         await channel.handle(events)
