@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lore.channels.line import INTRO, STRANGER
+from lore.channels.line import INTRO, SORRY, STRANGER
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.errors import ConfigError
@@ -471,3 +471,16 @@ async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mentio
     assert _texts(private) == ["⏰ стирка (late)"]
     assert group["messages"][0]["type"] == "text"  # John never spoke there: no id to mention
     assert _texts(group) == ["⏰ Reminder for @John: стирка"]
+
+
+async def test_a_failed_turn_gets_one_apology_and_the_chat_goes_on(
+    line: Line, model: ScriptedProvider
+) -> None:
+    from lore.errors import ProviderServerError
+
+    model.fail(ProviderServerError("the model is down", status=503))
+    model.reply("Back again.")
+    await line.say("Lore, are you there?", user=MOM, group=FAMILY)
+    await line.say("Lore, now?", user=MOM, group=FAMILY)
+    apology, answer = await line.sent(2)
+    assert _texts(apology) == [SORRY] and _texts(answer) == ["Back again."]

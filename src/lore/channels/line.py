@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
-__all__ = ["GREETING", "INTRO", "STRANGER", "LineChannel", "Chat"]
+__all__ = ["GREETING", "INTRO", "SORRY", "STRANGER", "Chat", "LineChannel"]
 
 log = logging.getLogger(__name__)
 

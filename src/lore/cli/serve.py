@@ -174,7 +174,11 @@ async def serve(
                     print("lore serve: Telegram connected (long polling)", file=sys.stderr)
                 if line is not None:
                     channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
-                    print("lore serve: LINE webhook at /line/webhook", file=sys.stderr)
+                    print(
+                        "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
+                        "HTTPS: https://<your host>/line/webhook)",
+                        file=sys.stderr,
+                    )
                 try:
                     await scheduler.run_forever()
                 finally:
