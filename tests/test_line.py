@@ -484,3 +484,26 @@ async def test_a_failed_turn_gets_one_apology_and_the_chat_goes_on(
     await line.say("Lore, now?", user=MOM, group=FAMILY)
     apology, answer = await line.sent(2)
     assert _texts(apology) == [SORRY] and _texts(answer) == ["Back again."]
+
+
+async def test_the_recorded_payloads_are_taken_as_line_sends_them(
+    line: Line, model: ScriptedProvider
+) -> None:
+    from tests.line_server import FIXTURES
+
+    model.default = _echo
+    for name in ("message_user", "message_group", "message_room", "message_group_quote",
+                 "message_group_mention", "join", "follow", "leave"):  # fmt: skip
+        body = (FIXTURES / f"{name}.json").read_bytes()  # byte for byte, signed as LINE does
+        async with httpx.AsyncClient(base_url=line.url) as client:
+            answer = await client.post(
+                "/line/webhook", content=body, headers={"X-Line-Signature": sign(body)}
+            )
+        assert answer.status_code == 200, name
+    await line.channel.drain()
+    # Only the mention asked Lore anything (the others were a stranger, a quote of
+    # someone else, plain talk); its text reached the model without the @mention.
+    asked = [r.messages[-1]["content"] for r in model.requests]
+    assert asked == ["when does grandma land?"]
+    group = line.lore.session("line:group:Ca56f94637cc4347f90a25382909b24b9").messages
+    assert [m.get("author") for m in group if m["role"] == "user"] == ["LINE user …d9e0"] * 3
