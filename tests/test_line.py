@@ -155,6 +155,9 @@ async def test_in_a_group_lore_answers_when_addressed_and_otherwise_only_listens
     authors = [m.get("author") for m in line.lore.session(f"line:group:{FAMILY}").messages]
     assert authors == ["Mom 媽媽", "John", None, "Mom 媽媽", None, "Mom 媽媽", None, "Mom 媽媽"]
     assert len(line.fake.sent) == 3
+    await line.say("/help", user=MOM, group=FAMILY)  # a command is addressed to Lore too
+    [*_, commands] = await line.sent(4)
+    assert commands["to"] == FAMILY and "/" in _texts(commands)[0]
 
 
 async def test_a_room_is_a_conversation_of_its_own(line: Line, model: ScriptedProvider) -> None:

@@ -5,9 +5,9 @@ A text message becomes an `Inbound` for `line:user:<id>`, `line:group:<id>` or
 `line:room:<id>`, its author the speaker's LINE display name (asked once, then cached).
 In a 1:1 chat Lore answers the owner (and anyone on the `allow` list, as a guest); a
 stranger gets one polite line and nothing is stored. In a group or room Lore answers when
-addressed (its name, a mention of the bot, or a reply quoting one of its messages) and
-otherwise only keeps the message in the conversation, so the context is there when
-someone asks. An answer goes out with the message's reply token while it is fresh (LINE
+addressed (its name, a mention of the bot, a reply quoting one of its messages, or a
+/command) and otherwise only keeps the message in the conversation, so the context is
+there when someone asks. An answer goes out with the message's reply token while it is fresh (LINE
 takes each once, for about a minute), else as a push; answers leave in the order the
 messages came. Reminders are pushed to the chat they were set in, mentioning whoever set
 them; a push LINE refuses is raised, so the scheduler retries it and, in the end, shows it
@@ -36,6 +36,7 @@ from lore.channels.line_api import (
     text_message,
 )
 from lore.channels.message_split import split_message
+from lore.core.commands import is_command
 from lore.errors import InvalidInputError
 from lore.events import Inbound, ReplyFailed, Trust
 
@@ -271,7 +272,10 @@ class LineChannel:
             await self._reply_or_push(chat, event.reply_token, received, text, quote)
 
     def _addressed(self, message: Any) -> bool:
-        """Said to Lore: a mention of the bot, a reply quoting Lore, or one of its names."""
+        """Said to Lore: a /command, a mention of the bot, a reply quoting Lore, or one of
+        its names."""
+        if is_command(str(message.text)):
+            return True
         mention = getattr(message, "mention", None)
         for mentionee in getattr(mention, "mentionees", None) or []:
             if getattr(mentionee, "is_self", False):
