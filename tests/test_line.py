@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from lore.channels.line import INTRO, SORRY, STRANGER
+from lore.cli import main
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.errors import ConfigError
@@ -264,9 +265,27 @@ async def test_join_introduces_lore_and_leave_keeps_the_groups_data(
     await line.sent(2)
     with caplog.at_level(logging.INFO, logger="lore.channels.line"):
         await line.post(line.hooks.event("leave", groupId=FAMILY))
-    assert f"lore memory forget --scope line:group:{FAMILY}" in caplog.text
+    assert f"lore memory forget --all --scope line:group:{FAMILY}" in caplog.text
     [kept] = line.lore.memory.active(f"line:group:{FAMILY}", now=line.lore.clock.now())
     assert kept.content == "Grandma's flight lands Thursday 3 PM" and kept.author == "Mom 媽媽"
+    # The owner erases the group's memories when they choose to.
+    assert main(["memory", "forget", "--all", "--scope", f"line:group:{FAMILY}"]) == 0
+    assert line.lore.memory.active(f"line:group:{FAMILY}", now=line.lore.clock.now()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["7", "--all"], "give no ID"),
+        (["--all", "--everywhere"], "give no ID and no --everywhere"),
+        ([], "or --all"),
+    ],
+)
+def test_forgetting_a_whole_scope_takes_all_and_nothing_else(
+    args: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["memory", "forget", *args]) != 0
+    assert problem in capsys.readouterr().err
 
 
 async def test_a_redelivered_event_is_handled_once(line: Line, model: ScriptedProvider) -> None:
@@ -430,7 +449,6 @@ def test_lore_serve_once_pushes_a_due_line_reminder(
 
     from lore.backends.local.database import Database
     from lore.backends.local.reminders import SQLiteReminderStore
-    from lore.cli import main
 
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(

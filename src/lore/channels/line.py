@@ -172,7 +172,7 @@ class LineChannel:
                 log.info(
                     "line: Lore was removed from %s; its conversation, memories and reminders "
                     "are kept (`lore memory list --scope %s` shows them, "
-                    "`lore memory forget --scope %s ID` erases one)",
+                    "`lore memory forget --all --scope %s` erases its memories)",
                     chat.scope,
                     chat.scope,
                     chat.scope,
