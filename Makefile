@@ -32,7 +32,7 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench bench-scale torture chromium
+.PHONY: chat needs-local path test lint check bench bench-scale torture quickstart chromium
 # The web page's browser test drives Debian's chromium (never a downloaded browser):
 # installed here when missing and we may (root, as in CI); otherwise that test is skipped.
 chromium:
@@ -72,6 +72,11 @@ check: lint test
 # Kill -9 runs, 100+ each (LORE_TORTURE_RUNS=N for another count); prints the counts.
 torture: $(VENV)/.test
 	$(PY) -m pytest -m torture tests/torture -q
+
+# The README's quick start, word for word, on a fresh clone in an `env -i` shell (installs
+# from the package index: a minute or two).
+quickstart: $(VENV)/.test
+	$(PY) -m pytest -m quickstart tests/quickstart -q
 
 # Every benchmark at its budget's size; LoCoMo when the data is beside the checkout.
 bench: $(VENV)/.test

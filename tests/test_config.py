@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,17 @@ def test_flag_beats_env_beats_file_beats_default(tmp_path: Path) -> None:
     assert load_config(env=env, flags={"model": "anthropic/claude-x"}).model == "anthropic/claude-x"
     assert load_config(env=env).max_tool_rounds == 4
     assert load_config(env={"LORE_HOME": str(tmp_path / "other")}).max_tool_rounds == 10
+
+
+def test_the_speaker_is_the_login_name_even_without_user_in_the_environment(
+    tmp_path: Path,
+) -> None:
+    import pwd
+
+    env = {"LORE_HOME": str(tmp_path)}  # as under cron, systemd or `env -i`
+    assert load_config(env=env).user_name == pwd.getpwuid(os.getuid()).pw_name
+    assert load_config(env={**env, "USER": "john"}).user_name == "john"
+    assert load_config(env={**env, "USER": "john", "LORE_USER": "анна"}).user_name == "анна"
 
 
 def test_openai_base_url_reads_both_variable_names(tmp_path: Path) -> None:

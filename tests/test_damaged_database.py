@@ -137,6 +137,21 @@ def test_doctor_reports_then_recovers_every_readable_row_keeping_the_old_file(
     assert found.returncode == 0, found.stderr
 
 
+def test_repair_leaves_the_memory_counts_to_the_triggers_and_does_not_list_them(
+    config: Config,
+) -> None:
+    _fill(config)
+    _corrupt_memories_page(config.db_path)
+    repair = _lore(config.home, "doctor", "--repair")
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    assert "memories: " in repair.stdout and "memory_counts" not in repair.stdout
+    db = Database(config.db_path)
+    active = MemoryStore(db).active("cli:default", now=NOW)
+    [(counted,)] = db.conn.execute("SELECT active FROM memory_counts").fetchall()
+    db.close()
+    assert counted == len(active)
+
+
 def test_doctor_says_how_to_restore_an_empty_database(home: Path) -> None:
     home.mkdir(parents=True)
     (home / "lore.db").write_bytes(b"")

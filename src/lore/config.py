@@ -315,7 +315,7 @@ def load_config(
         if key != "home" and value is not None:
             _set_dotted(values, key, value)
     if not values.get("user_name"):
-        values["user_name"] = env.get("USER") or env.get("USERNAME") or "user"
+        values["user_name"] = env.get("USER") or env.get("USERNAME") or _login_name()
     config: Config = _build(Config, {"home": home, **values}, "")
     if config.model:
         parse_model(config.model)
@@ -355,6 +355,18 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
 }
 _MIN_CONTEXT_WINDOW = 2048
+
+
+def _login_name() -> str:
+    """Who is logged in, when the environment does not say (cron, systemd, `env -i`)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name or "user"
+    except (ImportError, KeyError, AttributeError):  # no password database, or no entry
+        return "user"
+
+
 _MAX_USER_NAME = 80
 
 

@@ -42,8 +42,8 @@ def register(subparsers: Any) -> None:
 
     show = actions.add_parser(
         "show",
-        help="the exact messages of a closed session",
-        description="Print a closed session's messages (tool calls and results included).",
+        help="the exact messages of a session, closed or live",
+        description="Print a session's messages, closed or live (tool calls and results included).",
     )
     add_common(show)
     show.add_argument("session_id", metavar="ID", help="session id (or its first characters)")

@@ -3,7 +3,8 @@
 `check` runs SQLite's `integrity_check`. `recover` builds a new database with the current
 schema and copies every readable row, table by table: when a damaged page breaks a scan,
 it probes forward by rowid for the next readable row, so one bad page costs the rows on
-it and no more. The search index is not copied (it is rebuilt from its sources).
+it and no more. The search index is not copied (it is rebuilt from its sources), nor are
+the per-scope counts (the memories' triggers keep them as the rows arrive).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from lore.errors import StoreError
 
 __all__ = ["DatabaseHealth", "Recovery", "check", "recover"]
 
-# Derived from memories, notes and transcripts: `lore index rebuild` makes them again.
-_REBUILT = ("search_", "memory_fts")
+# Derived from memories, notes and transcripts: `lore index rebuild` makes them again;
+# the per-scope counts are kept by triggers as the memories are copied in.
+_REBUILT = ("search_", "memory_fts", "memory_counts")
 _MAX_PROBLEMS = 20
 
 
