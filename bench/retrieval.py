@@ -340,11 +340,14 @@ def ablations() -> dict[str, Any]:
     return {
         "without window": replace(d, window=0, window_weight=0.0),
         "without rerank": replace(d, rerank=False),
+        "speaker x1.15": replace(d, speaker_bonus=0.15),
+        "no session lift": replace(d, session_weight=0.0),
         "text weight 1": replace(d, text_weight=1.0),
         "no neighbours": replace(d, neighbour_share=0.0, previous_share=0.0),
         "pool 100": replace(d, candidates=100),
         "+ session decay": replace(d, session_decay=0.8),
-        "earlier search": replace(d, window=0, window_weight=0.0, rerank=False, text_weight=1.0),
+        "+ feedback": replace(d, feedback=5),
+        "earlier search": replace(d, speaker_bonus=0.15, session_weight=0.0),
     }
 
 

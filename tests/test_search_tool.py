@@ -184,7 +184,9 @@ async def test_what_a_turn_wrote_is_embedded_in_the_background(
     await lore.background.drain()
 
     stats = searcher(lore).index.stats()
-    assert (stats.entries["memory"], stats.vectors, stats.pending_vectors) == (1, 1, 0)
+    # The memory, and the turn's two messages in the live session.
+    assert (stats.entries["memory"], stats.entries["message"]) == (1, 2)
+    assert (stats.vectors, stats.pending_vectors) == (3, 0)
 
 
 def archive_dated(lore: Runtime, session_id: str, stamp: str, turns: list[tuple[str, str]]) -> None:

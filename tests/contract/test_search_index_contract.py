@@ -101,6 +101,8 @@ def test_replacing_a_source_swaps_every_entry_of_it_and_keeps_its_record(
     moved = SourceRecord("message", "s1", HOME, 999, 456, "abc")
     index.replace_source_record(moved)
     assert index.source_records("message") == {"s1": moved}
+    assert index.source_record("message", "s1") == moved
+    assert index.source_record("message", "s2") is None
     assert index.remove_source("message", "s1") == 1
     assert index.source_records("message") == {}
     assert index.text_search([HOME], "another", limit=5, now=NOW) == other

@@ -119,6 +119,9 @@ class SearchIndexPort(Protocol):
 
     def source_records(self, kind: str) -> dict[str, SourceRecord]: ...
 
+    def source_record(self, kind: str, source: str) -> SourceRecord | None:
+        """One source's record, read alone (a turn looks up its own session)."""
+
     def pending_vectors(self) -> int: ...
 
     def embed_pending(

@@ -118,6 +118,14 @@ class LoreSearch:
                     sources.sync_archive(index, archive, zone=self._lore.zone)
                     self._archive_seen = seen
 
+    def index_live(self, scope: str) -> int:
+        """Index what the live session of `scope` gained since the last call."""
+        from lore.search import sources
+
+        with self._lock:
+            session = self._lore.sessions.live(scope)
+            return sources.index_live(self.index, session, zone=self._lore.zone)
+
     def search(
         self,
         query: str,
@@ -190,12 +198,14 @@ def searcher(lore: SearchServices) -> LoreSearch:
 
 
 async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit) -> None:
-    """Index what the turn wrote and embed only what is that recent: a backlog (an
+    """Index what the turn wrote (its memories, notes, and its messages in the live
+    session) and embed only what is that recent: a backlog (an
     import, a model change) is `lore serve`'s or `lore index rebuild`'s work, never a chat
     turn's. "Recent" starts at the previous turn, so memories extraction noted after that
     turn's indexing are embedded now."""
     found = searcher(lore)
     await asyncio.to_thread(found.refresh, files=True)
+    await asyncio.to_thread(found.index_live, turn.scope)
     found.schedule_embedding(since=_previous_turn_start(lore, turn))
 
 

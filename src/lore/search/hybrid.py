@@ -10,12 +10,16 @@ The stages, each measured alone by `bench/retrieval.py --ablate`:
    matches);
 4. the neighbour lift: the turns just before and after a hit score at least 70 % of it
    (the answer to a question is usually the next turn, and shares few words with it);
-5. the reranking seam (`lore.search.rerank`): the speaker the query names, the time it
-   names;
-6. a mild recency prior (at most +10 %, halving every 90 days);
-7. the cut: near-duplicates (the same fact as a memory, a note line and a chat turn)
+5. the session lift (`lore.search.lifts`): a session whose candidates match the query
+   as a whole lifts each of them by up to 30 %; a closed session's summary counts 0.7
+   of what it would (its transcript's own turns come first);
+6. the reranking seam (`lore.search.rerank`): the speaker the query names (a person's
+   own turns count double), the time it names;
+7. a mild recency prior (at most +10 %, halving every 90 days);
+8. the cut: near-duplicates (the same fact as a memory, a note line and a chat turn)
    collapse into the best-ranked copy; an optional per-session decay spreads the list
    over sessions (off: on LoCoMo it cost recall, since evidence sits in runs of turns).
+Pseudo-relevance feedback (`lore.search.feedback`) is there, off: it cost recall.
 Scopes and time ranges are applied to the candidates, never by filtering a final list.
 The settings were chosen once on three of LoCoMo's five development conversations and
 apply to every query alike.
@@ -35,6 +39,8 @@ from typing import Any, Literal
 from lore.embed import Vectors
 from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.ports.search import Stored
+from lore.search.feedback import feedback_ranking
+from lore.search.lifts import group_of, lift_sessions, weigh_summaries
 from lore.search.relevance import anchor_floor, keep_relevant
 from lore.search.rerank import Candidate, FeatureReranker, Reranker, TimeSpan
 from lore.text import normalise
@@ -58,7 +64,12 @@ class Fusion:
     window: int = 2  # turns either side whose vectors join a turn's own (0: none)
     window_weight: float = 0.5  # the weight of that window's cosine ranking, a third list
     session_decay: float = 1.0  # each pick from a session already picked scores × this
+    session_weight: float = 0.3  # the session lift: at most this share more for a session
+    summary_weight: float = 0.7  # a session summary's score × this
+    feedback: int = 0  # pseudo-relevance feedback from this many best fused entries (0: off)
+    feedback_weight: float = 0.5  # their mean vector's weight beside the query's
     rerank: bool = True  # the feature reranker (speaker, time) after fusing
+    speaker_bonus: float = 1.0  # the feature reranker's lift for the speaker a query names
     recency_weight: float = 0.1
     recency_half_life_days: float = 90.0
     duplicate_overlap: float = 0.85  # Jaccard of character trigrams
@@ -159,6 +170,13 @@ def search(
     for ranks, weight in ((text_rank, fusion.text_weight), (vector_rank, 1.0)):
         for entry_id, rank in ranks.items():
             fused[entry_id] = fused.get(entry_id, 0.0) + weight / (fusion.rrf_k + rank)
+    if vector is not None and fusion.feedback:
+        again = feedback_ranking(
+            index, scopes, vector, fused, top=fusion.feedback, weight=fusion.feedback_weight,
+            limit=wanted, now=moment,
+        )  # fmt: skip
+        for rank, entry_id in enumerate(again, 1):
+            fused[entry_id] = fused.get(entry_id, 0.0) + 1.0 / (fusion.rrf_k + rank)
     # A session's messages (a file's chunks) are indexed in order, in one transaction,
     # so their entry ids are consecutive: an entry's neighbours are id - 1 and id + 1.
     reach = max(1, fusion.window)
@@ -183,8 +201,10 @@ def search(
             other = entries.get(near)
             if other is not None and _same_source(other, entry):
                 scores[near] = max(scores.get(near, 0.0), share * score)
+    lift_sessions(scores, entries, fusion.session_weight)
+    weigh_summaries(scores, entries, fusion.summary_weight)
     if fusion.rerank or reranker is not None:
-        chosen = reranker or FeatureReranker()
+        chosen = reranker or FeatureReranker(speaker_bonus=fusion.speaker_bonus)
         ids = list(scores)
         new = chosen.rerank(query, [Candidate(entries[i], scores[i]) for i in ids], about=about)
         scores = dict(zip(ids, new, strict=True))
@@ -271,7 +291,7 @@ def _pick(
         best = max(
             range(len(pool)),
             key=lambda n: (
-                scores[pool[n]] * fusion.session_decay ** picked.get(_group(entries[pool[n]]), 0),
+                scores[pool[n]] * fusion.session_decay ** picked.get(group_of(entries[pool[n]]), 0),
                 -n,
             ),
         )
@@ -282,18 +302,13 @@ def _pick(
         if twin is not None:
             hits[twin].duplicates.append(entry)
             continue
-        group = _group(entry)
+        group = group_of(entry)
         picked[group] = picked.get(group, 0) + 1
         hits.append(
             Hit(entry, scores[entry_id], text_rank.get(entry_id), vector_rank.get(entry_id))
         )
         shingles.append(grams)
     return hits
-
-
-def _group(entry: Stored) -> tuple[str, str]:
-    """What session diversity counts: a session, a note file; each memory on its own."""
-    return (entry.kind, entry.source if entry.kind != "memory" else str(entry.locator))
 
 
 _query_embedder: ThreadPoolExecutor | None = None

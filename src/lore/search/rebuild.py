@@ -1,9 +1,10 @@
 """`lore index rebuild`: recreate the search index from the memories, files and archive.
 
 The index is derived data: dropping it loses nothing. A rebuild empties it, re-reads
-every active memory, MEMORY.md and memory/*.md, and every archived session, then embeds
-everything (the slow part: 10-30 ms an entry a core) in large batches, on the thread count
-that proves fastest (or the one asked for), with a progress bar, its rate and an ETA.
+every active memory, MEMORY.md and memory/*.md, every archived session and the live ones,
+then embeds everything (the slow part: 10-30 ms an entry a core) in large batches, on the
+thread count that proves fastest (or the one asked for), with a progress bar, its rate
+and an ETA.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def rebuild(
     if lore.config.workspace.exists():
         sources.sync_notes(index, lore.config.workspace, lore.notes)
     sources.sync_archive(index, lore.sessions.archive, zone=lore.zone)
+    for key in lore.sessions.live_keys():
+        sources.index_live(index, lore.sessions.live(key), zone=lore.zone)
     stats = index.stats()
     entries = sum(stats.entries.values())
     embedded = 0

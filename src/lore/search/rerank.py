@@ -76,7 +76,7 @@ class FeatureReranker:
     """Scores times (1 + bonuses): the speaker the query names; nearness to its time."""
 
     name = "features"
-    speaker_bonus: float = 0.15
+    speaker_bonus: float = 1.0  # a named person's own turns count double
     time_bonus: float = 0.3
     time_scale_days: float = 30.0
 

@@ -4,7 +4,8 @@ Memories arrive through the `search_queue` the m003 triggers fill (`catch_up_mem
 or eagerly through `index_memory`. Notes (MEMORY.md, memory/*.md) are chunked by heading,
 paragraph and list item; a file is re-read only when its size or mtime changed, and
 re-indexed only when its text did. Archived sessions are read through `SessionArchive`:
-every user and assistant message, as "speaker: text", with its time.
+every user and assistant message, as "speaker: text", with its time. A live session's
+messages are added as they come (`index_live`), and indexed afresh once it is archived.
 
 Notes carry the scope they came from as a field of their record (`NotesStore`): a daily
 note's section, a raw archive's, a session summary belong to the conversation that wrote
@@ -33,7 +34,7 @@ from lore.search.timespan import find_about
 
 if TYPE_CHECKING:
     from lore.ports.memories import Memory, MemoryStore
-    from lore.ports.sessions import ArchivedSession, SessionArchive
+    from lore.ports.sessions import ArchivedSession, LiveSession, SessionArchive
 
 __all__ = [
     "NOTES_SCOPE",
@@ -43,6 +44,7 @@ __all__ = [
     "date_words",
     "index_memory",
     "index_note_file",
+    "index_live",
     "index_session",
     "memory_entry",
     "session_entries",
@@ -297,11 +299,12 @@ def session_entries(
     default_at: float,
     zone: tzinfo = UTC,
     facts: dict[int, list[str]] | None = None,
+    first: int = 0,
 ) -> list[Entry]:
-    """One entry per user or assistant message with text. Each also matches (at a lower
-    weight) its date, the turns either side of it and the facts extracted from it
-    (`facts`, by message index), and is embedded with the turn before it: an answer is
-    found through the question it answers."""
+    """One entry per user or assistant message with text (from message index `first`
+    on). Each also matches (at a lower weight) its date, the turns either side of it and
+    the facts extracted from it (`facts`, by message index), and is embedded with the
+    turn before it: an answer is found through the question it answers."""
     talk: list[tuple[int, str, str, float]] = []
     for position, message in enumerate(messages):
         if message.get("role") not in ("user", "assistant"):
@@ -313,6 +316,8 @@ def session_entries(
             talk.append((position, speaker, text, at))
     entries: list[Entry] = []
     for n, (position, speaker, text, at) in enumerate(talk):
+        if position < first:
+            continue
         about = find_about(text, datetime.fromtimestamp(at, zone), zone)
         before = _turn(talk[n - 1]) if n > 0 else ""
         after = _turn(talk[n + 1]) if n + 1 < len(talk) else ""
@@ -395,6 +400,44 @@ def index_session(
     )
     index.replace_source("message", entry.session_id, entries, record)
     return True
+
+
+# A live session's source record: `size` holds how many of its messages are indexed.
+_LIVE = "live"
+
+
+def index_live(index: SearchIndex, session: LiveSession, *, zone: tzinfo = UTC) -> int:
+    """Index the messages a live session gained since the last call, so a conversation
+    still going on is searchable before it is archived; returns how many entries were
+    added. Only new messages are added (entries already embedded keep their vectors):
+    the last turn indexed before them keeps a key without the turn that follows it until
+    the session is archived, when its transcript is indexed afresh as one source."""
+    meta = session.meta
+    messages = session.messages
+    known = index.source_record("message", meta.session_id)
+    if known is not None and known.digest != _LIVE:
+        return 0  # archived already (a close that stopped midway): the archive has it
+    done = 0 if known is None else known.size
+    if done > len(messages):  # rewritten under the same id: start again
+        index.remove_source("message", meta.session_id)
+        done = 0
+    if done == len(messages):
+        return 0
+    default_at = _parse_time(meta.created_at) or 0.0
+    entries = session_entries(
+        meta.session_id,
+        session.key,
+        messages,
+        default_at=default_at,
+        zone=zone,
+        facts=index.facts_of(session.key, meta.session_id),
+        first=done,
+    )
+    record = SourceRecord("message", meta.session_id, session.key, 0, len(messages), _LIVE)
+    with index.batch():
+        index.put(entries)
+        index.replace_source_record(record)
+    return len(entries)
 
 
 def sync_archive(index: SearchIndex, archive: SessionArchive, *, zone: tzinfo = UTC) -> int:

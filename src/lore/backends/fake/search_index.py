@@ -133,6 +133,9 @@ class FakeSearchIndex:
     def source_records(self, kind: str) -> dict[str, SourceRecord]:
         return {source: r for (k, source), r in self._records.items() if k == kind}
 
+    def source_record(self, kind: str, source: str) -> SourceRecord | None:
+        return self._records.get((kind, source))
+
     # -- vectors ----------------------------------------------------------------------------
 
     def pending_vectors(self) -> int:

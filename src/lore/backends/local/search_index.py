@@ -222,6 +222,14 @@ class SearchIndex:
         )
         return {r[1]: SourceRecord(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
+    def source_record(self, kind: str, source: str) -> SourceRecord | None:
+        row = self._db.conn.execute(
+            "SELECT kind, source, scope, mtime_ns, size, digest FROM search_sources"
+            " WHERE kind = ? AND source = ?",
+            (kind, source),
+        ).fetchone()
+        return None if row is None else SourceRecord(*row)
+
     # -- vectors ----------------------------------------------------------------------------
 
     def pending_vectors(self) -> int:

@@ -201,6 +201,14 @@ class PostgresSearchIndex:
         )
         return {r["source"]: SourceRecord(**r) for r in rows}
 
+    def source_record(self, kind: str, source: str) -> SourceRecord | None:
+        row = self._db.fetch_one(
+            "SELECT kind, source, scope, mtime_ns, size, digest FROM search_sources"
+            " WHERE kind = %s AND source = %s",
+            (kind, source),
+        )
+        return None if row is None else SourceRecord(**row)
+
     # -- vectors ----------------------------------------------------------------------------
 
     def pending_vectors(self) -> int:
