@@ -28,6 +28,7 @@ __all__ = [
     "ModelSpec",
     "RemindersConfig",
     "TelegramConfig",
+    "LineConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
     "check",
@@ -169,6 +170,21 @@ class ChannelsConfig:
 
 
 @dataclass(frozen=True)
+class LineConfig:
+    # From the LINE Developers console, Messaging API channel; both set: LINE is on.
+    channel_secret: str = ""  # (env: LINE_CHANNEL_SECRET) signs every webhook call
+    access_token: str = ""  # long-lived channel access token (env: LINE_CHANNEL_ACCESS_TOKEN)
+    api_base_url: str = "https://api.line.me"  # the Messaging API's address
+    owner_ids: tuple[str, ...] = ()  # the owner's LINE user ids (U…)
+    allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk 1:1 (as guests)
+    names: tuple[str, ...] = ()  # names that address Lore in a group; empty: the bot's name
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.channel_secret and self.access_token)
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path
     model: str = ""
@@ -195,6 +211,7 @@ class Config:
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
+    line: LineConfig = field(default_factory=LineConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
     # postgresql://user:password@host/db: keep memories, reminders and the index in
@@ -205,6 +222,8 @@ class Config:
         if scope.startswith("cli:") or scope in self.owner_scopes or scope == OWNER_SCOPE:
             return True
         # The owner's 1:1 chat with the bot: its chat id is the owner's user id.
+        if scope.startswith("line:user:"):
+            return scope[10:] in self.line.owner_ids
         return scope.startswith("telegram:") and scope[9:] in self.telegram.owner_ids
 
     def conversation_scope(self, scope: str) -> str:
@@ -262,6 +281,8 @@ class Config:
             client["token"] = _redact(client["token"])
         data["telegram"]["token"] = _redact(data["telegram"]["token"])
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
+        for key in ("channel_secret", "access_token"):
+            data["line"][key] = _redact(data["line"][key])
         data["database_url"] = redact_url(self.database_url)
         return data
 
@@ -311,6 +332,8 @@ _ENV = {
     "LORE_MAX_TOOL_ROUNDS": "max_tool_rounds",
     "TELEGRAM_BOT_TOKEN": "telegram.token",
     "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
+    "LINE_CHANNEL_SECRET": "line.channel_secret",
+    "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
     "LORE_DATABASE_URL": "database_url",
 }
 
@@ -415,6 +438,12 @@ def check(config: Config) -> None:
             f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "
             "use one of: " + ", ".join(c for c in REMINDER_CHANNELS if c) + " (or empty for "
             "the channel the owner last wrote on)"
+        )
+    line = config.line
+    if bool(line.channel_secret) != bool(line.access_token):
+        missing = "line.access_token" if line.channel_secret else "line.channel_secret"
+        raise ConfigError(
+            f"LINE needs both the channel secret and the access token: set {missing!r}"
         )
     name = config.user_name
     if not name.strip() or len(name) > _MAX_USER_NAME or not name.isprintable() or "<" in name:

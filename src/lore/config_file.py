@@ -66,6 +66,14 @@ DESCRIPTIONS: dict[str, str] = {
     " every channel and the terminal's default",
     "channels.reminder_channel": "where that conversation's reminders go (telegram, cli, ...);"
     " empty: the channel you last wrote on",
+    "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
+    " with the token set, `lore serve` answers LINE at /line/webhook",
+    "line.access_token": "its long-lived channel access token (env: LINE_CHANNEL_ACCESS_TOKEN)",
+    "line.api_base_url": "the LINE Messaging API's address",
+    "line.owner_ids": "the owner's LINE user ids (U…)",
+    "line.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
+    "line.names": 'names that address Lore in a group, e.g. ["Lore", "小助手"]; empty: the'
+    " bot's display name",
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",

@@ -23,6 +23,8 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from lore.channels.message_split import split_message as split_pieces
+from lore.channels.message_split import utf16_len as _units
 from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
 from lore.events import Inbound, ReplyFailed, Trust
@@ -46,35 +48,7 @@ _SEEN = 10_000  # update ids remembered to drop a redelivery
 
 def split_message(text: str, limit: int = MAX_MESSAGE) -> list[str]:
     """Pieces of at most `limit` UTF-16 units, cut at a paragraph, line or space if any."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while rest:
-        if _units(rest) <= limit:
-            pieces.append(rest)
-            break
-        cut = _fit(rest, limit)
-        for sep in ("\n\n", "\n", " "):
-            at = rest.rfind(sep, 0, cut)
-            if at > cut // 2:
-                cut = at
-                break
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    return pieces or [""]
-
-
-def _units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _fit(text: str, limit: int) -> int:
-    """The longest prefix (in characters) within `limit` UTF-16 units."""
-    used = 0
-    for index, char in enumerate(text):
-        used += 2 if ord(char) > 0xFFFF else 1
-        if used > limit:
-            return index
-    return len(text)
+    return split_pieces(text, limit)
 
 
 class TelegramChannel:

@@ -50,7 +50,12 @@ def register(subparsers: Any) -> None:
     add.set_defaults(func=_add)
 
     forget = actions.add_parser("forget", help="erase a memory and its history by id")
-    forget.add_argument("id", metavar="ID", help="the memory's number (e.g. 12 or #12)")
+    forget.add_argument("id", nargs="?", metavar="ID", help="the memory's number (e.g. 12 or #12)")
+    forget.add_argument(
+        "--all",
+        action="store_true",
+        help="erase every memory of the conversation (--scope), e.g. of a group Lore left",
+    )
     add_everywhere_flags(forget)
     add_scoped(forget, json_flag=True)
     forget.set_defaults(func=_forget)
@@ -145,6 +150,14 @@ def _add(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
 
+    if args.all:
+        if args.id is not None or args.everywhere:
+            raise InvalidInputError(
+                "--all erases every memory of the scope: give no ID and no --everywhere"
+            )
+        return _forget_all(args)
+    if args.id is None:
+        raise InvalidInputError("give the memory's number (see `lore memory list`), or --all")
     if args.everywhere:
         return forget_everywhere(args, args.id, None)
     text = str(args.id).strip().lstrip("#")
@@ -159,6 +172,25 @@ def _forget(args: argparse.Namespace) -> int:
         return 0
     older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
     print(f"Forgot #{text}{older}.")
+    return 0
+
+
+def _forget_all(args: argparse.Namespace) -> int:
+    """Every memory of one scope, expired ones too, with their versions and audit text."""
+    import json
+
+    with runtime(args) as lore:
+        now = lore.clock.now()
+        ids = [int(json.loads(line)["id"]) for line in lore.memory.export(args.session)]
+        with lore.memory.batch():
+            for memory_id in ids:
+                lore.memory.forget(
+                    args.session, memory_id, by=lore.config.user_name, via="cli", now=now
+                )
+    if args.json:
+        print_json({"forgotten": ids})
+    else:
+        print(f"Forgot {len(ids)} memories of {args.session}.")
     return 0
 
 

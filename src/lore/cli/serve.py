@@ -1,5 +1,5 @@
 """`lore serve`: the gateway (OpenAI-compatible API, memory REST API, web page, MCP), the
-chat channels (Telegram, when configured) and the background services (reminder
+chat channels (Telegram and LINE, when configured) and the background services (reminder
 scheduler, idle close, Dream, embedding what the search index is still missing) in one process.
 """
 
@@ -16,6 +16,7 @@ from lore.cli.common import add_common, load_runtime
 if TYPE_CHECKING:
     import uvicorn
 
+    from lore.channels.line import LineChannel
     from lore.channels.telegram import TelegramChannel
     from lore.runtime import Runtime
 
@@ -145,9 +146,13 @@ async def serve(
     from lore.search import embed_backlog_forever
     from lore.sessions.closing import close_idle_sessions, idle_close_forever
 
+    line = _line_channel(lore)
     try:
         if once:
-            await scheduler.run_once()
+            with ExitStack() as channels:
+                if line is not None:  # due reminders of LINE chats go out by push
+                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                await scheduler.run_once()
             await close_idle_sessions(lore)
         else:
             # Idle close, Dream, the gateway and the chat channels run beside the scheduler
@@ -158,7 +163,7 @@ async def serve(
                 asyncio.create_task(embed_backlog_forever(lore), name="embed"),
             ]
             telegram = _telegram(lore)
-            server = None if listener is None else _http_server(lore, listener, telegram)
+            server = None if listener is None else _http_server(lore, listener, telegram, line)
             if server is not None and listener is not None:
                 http = server.serve(sockets=[listener])
                 web = asyncio.create_task(http, name="gateway")
@@ -178,6 +183,13 @@ async def serve(
                     print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
                     if telegram.settings.owner_ids:
                         pushers["telegram"] = telegram.deliver
+                if line is not None:
+                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    print(
+                        "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
+                        "HTTPS: https://<your host>/line/webhook)",
+                        file=sys.stderr,
+                    )
                 if lore.config.channels.unified_owner_session:
                     from lore.channels.owner import owner_reminders
                     from lore.config import OWNER_SCOPE
@@ -195,6 +207,8 @@ async def serve(
                         task.cancel()
                     await asyncio.gather(*helpers, return_exceptions=True)
     finally:
+        if line is not None:
+            await line.aclose()
         await lore.aclose()
 
 
@@ -209,11 +223,25 @@ def _telegram(lore: Runtime) -> TelegramChannel | None:
     return telegram
 
 
+def _line_channel(lore: Runtime) -> LineChannel | None:
+    """The LINE channel when its secret and token are set."""
+    if not lore.config.line.enabled:
+        return None
+    from lore.channels.line import LineChannel
+
+    line = LineChannel(lore, lore.config.line)
+    line.check_installed()
+    return line
+
+
 def _http_server(
-    lore: Runtime, listener: socket.socket, telegram: TelegramChannel | None = None
+    lore: Runtime,
+    listener: socket.socket,
+    telegram: TelegramChannel | None = None,
+    line: LineChannel | None = None,
 ) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener` (with Telegram's webhook route when
-    Telegram is set up that way), not started yet."""
+    """The gateway's uvicorn server for `listener` (with the LINE webhook, and Telegram's
+    when Telegram is set up that way), not started yet."""
     import sys
 
     import uvicorn
@@ -224,7 +252,7 @@ def _http_server(
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
-    app = create_app(lore, clients=Clients(token, lore.config), host=host)
+    app = create_app(lore, clients=Clients(token, lore.config), host=host, line=line)
     if telegram is not None and telegram.settings.webhook_url:
         from lore.channels.telegram_webhook import mount_telegram_webhook
 

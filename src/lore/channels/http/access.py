@@ -155,6 +155,22 @@ class ScopeAccess:
         found = self.lore.reminders.list(self.scope, include_done=include_done)
         return [self._reminder(r) for r in found]
 
+    def undelivered(self) -> list[dict[str, Any]]:
+        """Occurrences that fell due but did not reach the chat: failed for good, or
+        waiting for another try (what `lore remind list` marks with "!")."""
+        return [
+            {
+                "reminder_id": int(item.payload.get("reminder_id", 0)),
+                "text": str(item.payload.get("text", "")),
+                "due_at": item.payload.get("due_at"),
+                "status": "failed" if item.status == "failed" else "retrying",
+                "attempts": item.attempts,
+                "error": item.last_error,
+            }
+            for item in self.lore.outbox.items(self.scope, limit=50)
+            if item.status == "failed" or (item.status == "pending" and item.attempts)
+        ]
+
     def remind(self, text: str, when: str | None, recurrence: str | None = None) -> dict[str, Any]:
         from lore.reminders import create_reminder
 

@@ -34,6 +34,7 @@ from lore.errors import (
 )
 
 if TYPE_CHECKING:
+    from lore.channels.line import LineChannel
     from lore.runtime import Runtime
 
 __all__ = ["create_app", "status_of"]
@@ -44,9 +45,15 @@ _LOCATIONS = ("body", "query", "path", "header", "cookie")  # where, not what: l
 
 
 def create_app(
-    lore: Runtime, *, clients: Clients, host: str = "127.0.0.1", mcp: bool = True
+    lore: Runtime,
+    *,
+    clients: Clients,
+    host: str = "127.0.0.1",
+    mcp: bool = True,
+    line: LineChannel | None = None,
 ) -> FastAPI:
-    """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers)."""
+    """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers);
+    given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
     from lore.channels.http import memories_api, openai_api, reminders_api, sessions_api, web
 
     state = Gateway(lore, clients, Turns(lore))
@@ -66,6 +73,8 @@ def create_app(
             # a tool still waiting for Approve / Deny is refused rather than waited for.
             state.approvals.refuse_all(STOPPING)
             await asyncio.gather(*state.running, return_exceptions=True)
+            if line is not None:
+                await line.drain()
             if "background" in lore.__dict__:
                 await lore.background.drain()
 
@@ -90,6 +99,10 @@ def create_app(
     app.include_router(sessions_api.router)
     app.include_router(web.router)
     web.mount_static(app)
+    if line is not None:
+        from lore.channels.http.line_webhook import line_router
+
+        app.include_router(line_router(line))
     if mcp_server is not None:
         from lore.channels.mcp import mount_mcp
 

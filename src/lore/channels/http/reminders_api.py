@@ -25,8 +25,12 @@ class NewReminder(BaseModel):
 async def list_reminders(
     access: Scoped, include_done: Annotated[bool, Query()] = False
 ) -> dict[str, Any]:
-    """Pending reminders, soonest first (with `include_done`, delivered and cancelled too)."""
-    return {"reminders": access.reminders(include_done=include_done)}
+    """Pending reminders, soonest first (with `include_done`, delivered and cancelled too),
+    and the occurrences that could not be delivered (failed, or waiting for a retry)."""
+    return {
+        "reminders": access.reminders(include_done=include_done),
+        "undelivered": access.undelivered(),
+    }
 
 
 @router.post("/reminders", status_code=201)

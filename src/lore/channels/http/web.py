@@ -94,6 +94,7 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
         owner=viewer.is_owner,
         **_memories_context(access),
         reminders=access.reminders(),
+        undelivered=access.undelivered(),
         sessions=access.sessions(),
         **_projects_context(request, viewer, access.scope),
     )
@@ -258,6 +259,7 @@ def _reminders(request: Request, access: ScopeAccess, change: Callable[[], objec
         "_reminders.html",
         scope=access.scope,
         reminders=access.reminders(),
+        undelivered=access.undelivered(),
         reminder_error=error,
     )
 

@@ -1,0 +1,33 @@
+"""`POST /line/webhook`: where LINE delivers a Messaging API channel's events.
+
+The signature is the only credential LINE sends (no bearer token): a missing or wrong
+X-Line-Signature gets 400 and nothing is processed or stored. A good call is answered at
+once; the messages it carried are answered (reply or push) as their turns finish.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from lore.channels.line import MAX_BODY, LineChannel
+from lore.errors import InvalidInputError
+
+__all__ = ["line_router"]
+
+
+def line_router(channel: LineChannel) -> APIRouter:
+    router = APIRouter(tags=["line"])
+
+    @router.post("/line/webhook", summary="LINE Messaging API webhook (signed by LINE)")
+    async def webhook(request: Request) -> dict[str, Any]:
+        length = request.headers.get("content-length", "")
+        if length.isdecimal() and int(length) > MAX_BODY:  # refused before it is read
+            raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
+        body = await request.body()
+        events = channel.parse(body, request.headers.get("x-line-signature", ""))
+        await channel.handle(events)
+        return {}
+
+    return router

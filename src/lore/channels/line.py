@@ -1,0 +1,436 @@
+"""The LINE channel: webhook events in (the gateway's `POST /line/webhook`), replies and
+reminders out through the Messaging API. One conversation per chat.
+
+A text message becomes an `Inbound` for `line:user:<id>`, `line:group:<id>` or
+`line:room:<id>`, its author the speaker's LINE display name (asked once, then cached).
+In a 1:1 chat Lore answers the owner (and anyone on the `allow` list, as a guest); a
+stranger gets one polite line and nothing is stored. In a group or room Lore answers when
+addressed (its name, a mention of the bot, a reply quoting one of its messages, or a
+/command) and otherwise only keeps the message in the conversation, so the context is
+there when someone asks. An answer goes out with the message's reply token while it is fresh (LINE
+takes each once, for about a minute), else as a push; answers leave in the order the
+messages came. Reminders are pushed to the chat they were set in, mentioning whoever set
+them; a push LINE refuses is raised, so the scheduler retries it and, in the end, shows it
+as failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lore.channels.chat_approval import ChatApprovals
+from lore.channels.line_api import (
+    MAX_MESSAGES,
+    MAX_TEXT,
+    LineApi,
+    LineApiError,
+    mention_message,
+    text_message,
+)
+from lore.channels.message_split import split_message
+from lore.core.commands import is_command
+from lore.errors import InvalidInputError
+from lore.events import Inbound, ReplyFailed, Trust
+
+if TYPE_CHECKING:
+    from lore.config import LineConfig
+    from lore.reminders.delivery import Delivery
+    from lore.runtime import Runtime
+
+__all__ = ["GREETING", "INTRO", "SORRY", "STRANGER", "Chat", "LineChannel"]
+
+log = logging.getLogger(__name__)
+
+STRANGER = "This assistant is private: it answers its owner only. Nothing you wrote was kept."
+GREETING = "Hi {name}, I'm {bot}. Tell me what to remember or remind you of."
+INTRO = (
+    "Hi, I'm {bot}. I keep what is said here for this chat only and answer when you say "
+    "my name, mention me or reply to me."
+)
+SORRY = "Sorry, I could not answer that just now."
+_REPLY_WINDOW = 50.0  # seconds a reply token is trusted (LINE's limit is about a minute)
+_NAME_TTL = 24 * 3600.0  # a display name is asked for again after a day
+_REMEMBERED = 5000  # sent message ids and webhook event ids kept to recognise them
+MAX_BODY = 1_000_000  # bytes; LINE's calls are a few KB, anything this big is not LINE
+
+
+@dataclass(frozen=True)
+class Chat:
+    """Where a message came from: `kind` user, group or room, and that chat's id."""
+
+    kind: str
+    id: str
+
+    @property
+    def scope(self) -> str:
+        return f"line:{self.kind}:{self.id}"
+
+    @classmethod
+    def of_scope(cls, scope: str) -> Chat:
+        _, kind, chat_id = scope.split(":", 2)
+        return cls(kind, chat_id)
+
+    @classmethod
+    def of_source(cls, source: Any) -> Chat:
+        kind = str(source.type)
+        if kind == "group":
+            return cls("group", str(source.group_id))
+        if kind == "room":
+            return cls("room", str(source.room_id))
+        return cls("user", str(source.user_id))
+
+
+class LineChannel:
+    def __init__(
+        self,
+        lore: Runtime,
+        settings: LineConfig,
+        *,
+        api: LineApi | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.lore = lore
+        self.settings = settings
+        self.api = api or LineApi(settings)
+        self._monotonic = monotonic
+        self._parser: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Future[None]] = {}
+        self._names: dict[tuple[str, str], tuple[str, float]] = {}
+        self._asking: dict[tuple[str, str], asyncio.Future[str]] = {}
+        self._sent: OrderedDict[str, None] = OrderedDict()
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self.bot_id = ""
+        self.bot_name = ""
+        self.approvals: ChatApprovals[str] = ChatApprovals(self._push_text, "line")
+
+    def check_installed(self) -> None:
+        """One clear line when the LINE client is missing, before anything starts."""
+        try:
+            import linebot.v3  # noqa: F401
+        except ImportError:
+            from lore.errors import ConfigError
+
+            raise ConfigError("LINE needs line-bot-sdk: pip install 'lore[line]'") from None
+
+    async def aclose(self) -> None:
+        await self.drain()
+        await self.api.aclose()
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- the webhook ----------------------------------------------------------------------
+
+    def parse(self, body: bytes, signature: str) -> list[Any]:
+        """The events of one webhook call, once its X-Line-Signature (HMAC-SHA256 of the raw
+        body with the channel secret) checks out; refused otherwise."""
+        from linebot.v3.exceptions import InvalidSignatureError
+        from linebot.v3.webhook import WebhookParser
+
+        if self._parser is None:
+            self._parser = WebhookParser(self.settings.channel_secret)
+        if not signature:
+            raise InvalidInputError("the X-Line-Signature header is missing")
+        if len(body) > MAX_BODY:
+            raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
+        try:
+            text = body.decode("utf-8")
+            events: list[Any] = self._parser.parse(text, signature)
+        except InvalidSignatureError:
+            raise InvalidInputError("the X-Line-Signature does not match the body") from None
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+            raise InvalidInputError("the webhook body is not a LINE event list") from None
+        return events
+
+    async def handle(self, events: list[Any]) -> None:
+        """Take one webhook call's events, in order: each message is queued behind the
+        last one of its chat, and the call returns before any is answered."""
+        await self._know_myself()
+        for event in events:
+            event_id = str(getattr(event, "webhook_event_id", "") or "")
+            if event_id and _remember(self._seen, event_id):
+                continue  # LINE redelivered what was already handled
+            kind = str(getattr(event, "type", ""))
+            if kind == "message":
+                self._on_message(event)
+            elif kind == "follow":
+                self._start(self._on_follow(event))
+            elif kind == "join":
+                self._start(self._on_join(event))
+            elif kind == "leave":
+                chat = Chat.of_source(event.source)
+                log.info(
+                    "line: Lore was removed from %s; its conversation, memories and reminders "
+                    "are kept (`lore memory list --scope %s` shows them, "
+                    "`lore memory forget --all --scope %s` erases its memories)",
+                    chat.scope,
+                    chat.scope,
+                    chat.scope,
+                )
+            elif kind == "unfollow":
+                log.info("line: %s blocked Lore; its conversation is kept", event.source.user_id)
+
+    async def _know_myself(self) -> None:
+        """The bot's own id and name, to see mentions of it and to introduce itself."""
+        if self.bot_id:
+            return
+        try:
+            self.bot_id, self.bot_name = await self.api.bot_info()
+        except LineApiError as exc:
+            log.warning("line: could not learn the bot's name (%s); will ask again", exc)
+
+    def _start(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- messages -------------------------------------------------------------------------
+
+    def _on_message(self, event: Any) -> None:
+        message = event.message
+        if str(getattr(message, "type", "")) != "text":
+            return
+        chat = Chat.of_source(event.source)
+        user_id = str(getattr(event.source, "user_id", "") or "")
+        trust = self._trust(user_id, private=chat.kind == "user")
+        received = self._monotonic()
+        if trust is None:
+            self._start(self._reply_or_push(chat, event.reply_token, received, STRANGER))
+            return
+        if trust == "owner" and self.approvals.answer(chat.scope, str(message.text)):
+            return  # the owner answered a tool's "may I?"; not a message for the chat
+        # Each message waits for the one before it in its chat: turns and answers keep
+        # the order the messages came in.
+        before = self._last.get(chat.scope)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last[chat.scope] = done
+        self._start(self._process(event, chat, user_id, trust, received, before, done))
+
+    def _trust(self, user_id: str, *, private: bool) -> Trust | None:
+        if user_id and user_id in self.settings.owner_ids:
+            return "owner"
+        if not private:
+            return "member"
+        return "guest" if user_id in self.settings.allow else None
+
+    async def _process(
+        self,
+        event: Any,
+        chat: Chat,
+        user_id: str,
+        trust: Trust,
+        received: float,
+        before: asyncio.Future[None] | None,
+        done: asyncio.Future[None],
+    ) -> None:
+        try:
+            author = await self._name_of(chat, user_id)
+            if before is not None:
+                await before
+            await self._turn(event, chat, user_id, author, trust, received)
+        except Exception:  # one chat's failure never stops the others
+            log.exception("line: the message for %s failed", chat.scope)
+        finally:
+            done.set_result(None)
+            if self._last.get(chat.scope) is done:
+                del self._last[chat.scope]
+
+    async def _turn(
+        self, event: Any, chat: Chat, user_id: str, author: str, trust: Trust, received: float
+    ) -> None:
+        message = event.message
+        respond = chat.kind == "user" or self._addressed(message)
+        inbound = Inbound(
+            scope=chat.scope,
+            channel="line",
+            author=author,
+            text=self._text(message),
+            trust=trust,
+            message_id=str(message.id),
+            author_id=user_id,
+            respond=respond,
+        )
+        approver = self.approvals.for_chat(chat.scope, author) if trust == "owner" else None
+        outcome = await self.lore.bus.send(inbound, approver=approver)
+        if not respond:
+            return
+        text = outcome.text
+        if not text and any(isinstance(e, ReplyFailed) for e in outcome.events):
+            text = SORRY
+        if text:
+            quote = str(message.quote_token) if chat.kind != "user" else None
+            await self._reply_or_push(chat, event.reply_token, received, text, quote)
+
+    def _addressed(self, message: Any) -> bool:
+        """Said to Lore: a /command, a mention of the bot, a reply quoting Lore, or one of
+        its names."""
+        if is_command(str(message.text)):
+            return True
+        mention = getattr(message, "mention", None)
+        for mentionee in getattr(mention, "mentionees", None) or []:
+            if getattr(mentionee, "is_self", False):
+                return True
+        quoted = getattr(message, "quoted_message_id", None)
+        if quoted and str(quoted) in self._sent:
+            return True
+        text = str(message.text).casefold()
+        return any(_says(text, name.casefold()) for name in self._bot_names())
+
+    def _bot_names(self) -> tuple[str, ...]:
+        names = self.settings.names or ((self.bot_name,) if self.bot_name else ())
+        return tuple(name for name in names if name.strip())
+
+    def _text(self, message: Any) -> str:
+        """The text, without the mention of the bot itself."""
+        text = str(message.text)
+        mention = getattr(message, "mention", None)
+        spans = [
+            (int(m.index), int(m.length))
+            for m in getattr(mention, "mentionees", None) or []
+            if getattr(m, "is_self", False)
+        ]
+        if not spans:
+            return text.strip()
+        units = text.encode("utf-16-le")  # LINE counts in UTF-16 units, as JavaScript does
+        for index, length in sorted(spans, reverse=True):
+            units = units[: 2 * index] + units[2 * (index + length) :]
+        return " ".join(units.decode("utf-16-le", errors="replace").split())
+
+    async def _name_of(self, chat: Chat, user_id: str) -> str:
+        """The speaker's display name in this chat, asked once a day at most (messages
+        that arrive together share one question)."""
+        if not user_id:
+            return "someone"
+        key = (chat.scope, user_id)
+        cached = self._names.get(key)
+        if cached is not None and self._monotonic() - cached[1] < _NAME_TTL:
+            return cached[0]
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = self._asking[key] = asyncio.ensure_future(self._ask_name(chat, user_id))
+            asking.add_done_callback(lambda _: self._asking.pop(key, None))
+        return await asyncio.shield(asking)
+
+    async def _ask_name(self, chat: Chat, user_id: str) -> str:
+        key = (chat.scope, user_id)
+        cached = self._names.get(key)
+        try:
+            name = await self.api.display_name(chat.kind, chat.id, user_id)
+        except LineApiError as exc:
+            log.warning("line: no profile for a speaker in %s (%s)", chat.scope, exc)
+            return cached[0] if cached is not None else f"LINE user …{user_id[-4:]}"
+        name = " ".join(name.split()) or f"LINE user …{user_id[-4:]}"
+        self._names[key] = (name, self._monotonic())
+        return name
+
+    # -- follow and join ------------------------------------------------------------------
+
+    async def _on_follow(self, event: Any) -> None:
+        chat = Chat.of_source(event.source)
+        received = self._monotonic()
+        if self._trust(chat.id, private=True) is None:
+            await self._reply_or_push(chat, event.reply_token, received, STRANGER)
+            return
+        name = await self._name_of(chat, chat.id)
+        text = GREETING.format(name=name, bot=self.bot_name or "Lore")
+        await self._reply_or_push(chat, event.reply_token, received, text)
+
+    async def _on_join(self, event: Any) -> None:
+        chat = Chat.of_source(event.source)
+        text = INTRO.format(bot=self.bot_name or "Lore")
+        await self._reply_or_push(chat, event.reply_token, self._monotonic(), text)
+
+    # -- outbound -------------------------------------------------------------------------
+
+    async def _reply_or_push(
+        self,
+        chat: Chat,
+        reply_token: str | None,
+        received: float,
+        text: str,
+        quote: str | None = None,
+    ) -> None:
+        """Send `text` with the reply token while it is fresh (free of quota), the rest, or
+        everything once it is stale or refused, by push."""
+        pieces = split_message(text, MAX_TEXT)
+        messages = [
+            text_message(piece, quote_token=quote if number == 0 else None)
+            for number, piece in enumerate(pieces)
+        ]
+        if reply_token and self._monotonic() - received < _REPLY_WINDOW:
+            first, messages = messages[:MAX_MESSAGES], messages[MAX_MESSAGES:]
+            try:
+                self._note_sent(await self.api.reply(reply_token, first))
+            except LineApiError as exc:
+                log.warning("line: replying in %s failed (%s); pushing instead", chat.scope, exc)
+                messages = first + messages
+        for start in range(0, len(messages), MAX_MESSAGES):
+            batch = messages[start : start + MAX_MESSAGES]
+            try:
+                sent = await self.api.push(chat.id, batch, retry_key=str(uuid.uuid4()))
+            except LineApiError as exc:
+                log.warning("line: sending to %s failed: %s", chat.scope, exc)
+                return
+            self._note_sent(sent)
+
+    async def _push_text(self, scope: str, text: str) -> None:
+        await self._reply_or_push(Chat.of_scope(scope), None, 0.0, text)
+
+    def _note_sent(self, ids: list[str]) -> None:
+        for message_id in ids:
+            _remember(self._sent, message_id)
+
+    async def deliver(self, due: Delivery) -> None:
+        """A reminder, pushed to the chat it was set in, mentioning who set it. Raises when
+        LINE refuses, so the scheduler retries it; the occurrence's key is the push's
+        retry key, so a retry after a lost answer never sends it twice."""
+        chat = Chat.of_scope(due.scope)
+        late = " (late)" if due.late else ""
+        user_id = self._author_id(due.scope, due.author)
+        if chat.kind != "user" and user_id:
+            escaped = due.text.replace("{", "{{").replace("}", "}}")
+            message = mention_message(f"⏰ Reminder for {{user}}: {escaped}{late}", user_id)
+        elif due.author and chat.kind != "user":
+            message = text_message(f"⏰ Reminder for @{due.author}: {due.text}{late}")
+        else:
+            message = text_message(f"⏰ {due.text}{late}")
+        retry_key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"lore-reminder:{due.key}"))
+        self._note_sent(await self.api.push(chat.id, [message], retry_key=retry_key))
+
+    def _author_id(self, scope: str, author: str) -> str:
+        """The LINE id of the person named `author` in this chat, from what they said."""
+        for message in reversed(self.lore.session(scope).messages):
+            if message.get("author") == author and message.get("author_id"):
+                return str(message["author_id"])
+        return ""
+
+
+def _says(text: str, name: str) -> bool:
+    """Is `name` said in `text`? A Latin name as a word of its own ("lore," yes, "explore"
+    no); a Chinese or Japanese one anywhere."""
+    if not name:
+        return False
+    if name.isascii():
+        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+    return name in text
+
+
+def _remember(seen: OrderedDict[str, None], key: str) -> bool:
+    """Add `key` to a bounded set of recent keys; True when it was there already."""
+    if key in seen:
+        seen.move_to_end(key)
+        return True
+    seen[key] = None
+    if len(seen) > _REMEMBERED:
+        seen.popitem(last=False)
+    return False
