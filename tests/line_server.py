@@ -16,6 +16,7 @@ import copy
 import hashlib
 import hmac
 import json
+import re
 import socket
 import threading
 import time
@@ -155,6 +156,9 @@ class FakeLine:
         if status:
             return status, {"message": "failure on demand"}
         token = body.get("replyToken", "")
+        problem = _invalid(body.get("messages", []))
+        if problem:
+            return 400, {"message": "The request body has 1 error(s)", "details": [problem]}
         with self._changed:
             if token not in self._issued or token in self._used:
                 return 400, {"message": "Invalid reply token"}
@@ -167,6 +171,9 @@ class FakeLine:
             return 429, {"message": "You have reached your monthly limit."}
         if status:
             return status, {"message": "failure on demand"}
+        problem = _invalid(body.get("messages", []))
+        if problem:
+            return 400, {"message": "The request body has 1 error(s)", "details": [problem]}
         with self._changed:
             if retry_key and retry_key in self._retry_keys:
                 return 409, {"message": "The retry key is already accepted"}
@@ -234,15 +241,59 @@ class FakeLine:
         return Handler
 
 
+def _textv2(text: str) -> list[tuple[str, str]]:
+    """A textV2 text as LINE reads it: ("text", literal) and ("key", placeholder) parts.
+    `{{` and `}}` are a literal brace; `{key}` (letters, digits, _) a placeholder; any
+    other brace is an error (ValueError)."""
+    parts: list[tuple[str, str]] = []
+    i = 0
+    while i < len(text):
+        if text.startswith(("{{", "}}"), i):
+            parts.append(("text", text[i]))
+            i += 2
+        elif text[i] == "{":
+            end = text.find("}", i)
+            key = text[i + 1 : end] if end > 0 else ""
+            if not re.fullmatch(r"[A-Za-z0-9_]{1,20}", key):
+                raise ValueError(f"messages[0].text: a brace at {i} is neither {{{{ nor {{key}}")
+            parts.append(("key", key))
+            i = end + 1
+        elif text[i] == "}":
+            raise ValueError(f"messages[0].text: a lone }} at {i}")
+        else:
+            parts.append(("text", text[i]))
+            i += 1
+    return parts
+
+
+def _invalid(messages: list[dict[str, Any]]) -> str:
+    """What LINE would refuse in these messages ("" when nothing)."""
+    for message in messages:
+        if message.get("type") != "textV2":
+            continue
+        keys = set(message.get("substitution") or {})
+        try:
+            used = {value for kind, value in _textv2(str(message.get("text", ""))) if kind == "key"}
+        except ValueError as exc:
+            return str(exc)
+        if used - keys:
+            return f"messages[0].substitution: no value for {sorted(used - keys)}"
+    return ""
+
+
 def _rendered(message: dict[str, Any], names: dict[str, str]) -> str:
     """A sent message as LINE shows it: a textV2 mention becomes @Name."""
     text = str(message.get("text", ""))
     if message.get("type") != "textV2":
         return text
-    for key, value in (message.get("substitution") or {}).items():
-        user = value.get("mentionee", {}).get("userId", "")
-        text = text.replace(f"{{{key}}}", f"@{names.get(user, user)}")
-    return text.replace("{{", "{").replace("}}", "}")
+    substitution = message.get("substitution") or {}
+    shown = []
+    for kind, value in _textv2(text):
+        if kind == "key":
+            user = substitution[value].get("mentionee", {}).get("userId", "")
+            value = f"@{names.get(user, user)}"
+        shown.append(value)
+    return "".join(shown)
 
 
 class Webhooks:

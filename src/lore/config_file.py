@@ -64,7 +64,7 @@ DESCRIPTIONS: dict[str, str] = {
     " (env: TELEGRAM_WEBHOOK_SECRET)",
     "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
     " every channel and the terminal's default",
-    "channels.reminder_channel": "where that conversation's reminders go (telegram, cli, ...);"
+    "channels.reminder_channel": "where that conversation's reminders go (telegram, line, cli);"
     " empty: the channel you last wrote on",
     "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
     " with the token set, `lore serve` answers LINE at /line/webhook",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lore.events import Emit, Trust
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
+    from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
     from lore.ports.outbox import Outbox
@@ -172,6 +173,16 @@ class Runtime:
         outbox = self.outbox
         assert isinstance(outbox, LocalOutbox)
         return SQLiteReminderStore(self.db, outbox)
+
+    @cached_property
+    def chat_ledger(self) -> ChatLedger:
+        """What LINE and Telegram must still know after a restart (received updates,
+        the ids of messages Lore sent)."""
+        if self.postgres is not None:
+            return self.postgres.chat_ledger
+        from lore.backends.local.chat_ledger import LocalChatLedger
+
+        return LocalChatLedger(self.db)
 
     @cached_property
     def search_index(self) -> SearchIndexPort:

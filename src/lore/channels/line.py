@@ -12,21 +12,31 @@ takes each once, for about a minute), else as a push; answers leave in the order
 messages came. Reminders are pushed to the chat they were set in, mentioning whoever set
 them; a push LINE refuses is raised, so the scheduler retries it and, in the end, shows it
 as failed.
+
+With `channels.unified_owner_session` the owner's 1:1 chat is the owner's one conversation
+(scope `owner`), shared with the terminal and Telegram; its reminders reach the owner's
+own LINE chat by push when LINE is the channel they go to.
+
+Every event is recorded in the chat ledger before the webhook call is answered
+(`lore.channels.chat_inbox`): a redelivery is dropped, after a restart too, and an event
+whose turn a crash cut short is handled by the next `lore serve`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import re
 import time
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore.channels.chat_approval import ChatApprovals
+from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.line_api import (
     MAX_MESSAGES,
     MAX_TEXT,
@@ -36,12 +46,14 @@ from lore.channels.line_api import (
     text_message,
 )
 from lore.channels.message_split import split_message
+from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import InvalidInputError
 from lore.events import Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
     from lore.config import LineConfig
+    from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
@@ -58,7 +70,6 @@ INTRO = (
 SORRY = "Sorry, I could not answer that just now."
 _REPLY_WINDOW = 50.0  # seconds a reply token is trusted (LINE's limit is about a minute)
 _NAME_TTL = 24 * 3600.0  # a display name is asked for again after a day
-_REMEMBERED = 5000  # sent message ids and webhook event ids kept to recognise them
 MAX_BODY = 1_000_000  # bytes; LINE's calls are a few KB, anything this big is not LINE
 
 
@@ -106,8 +117,7 @@ class LineChannel:
         self._last: dict[str, asyncio.Future[None]] = {}
         self._names: dict[tuple[str, str], tuple[str, float]] = {}
         self._asking: dict[tuple[str, str], asyncio.Future[str]] = {}
-        self._sent: OrderedDict[str, None] = OrderedDict()
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self.inbox = ChatInbox(lore.chat_ledger, "line", lore.clock)
         self.bot_id = ""
         self.bot_name = ""
         self.approvals: ChatApprovals[str] = ChatApprovals(self._push_text, "line")
@@ -125,15 +135,26 @@ class LineChannel:
         await self.drain()
         await self.api.aclose()
 
+    async def run_forever(self) -> None:
+        """Until cancelled: keep the leases on events in hand, and handle the events a
+        process that died (this one, before a restart) recorded but never handled."""
+        await self.inbox.keep(self.resume)
+
+    async def resume(self, received: Received) -> None:
+        """Handle an event left unhandled; its reply token is stale by now: pushed."""
+        await self._know_myself()
+        self._dispatch(received.key, received.payload, -math.inf, replayed=True)
+
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     # -- the webhook ----------------------------------------------------------------------
 
-    def parse(self, body: bytes, signature: str) -> list[Any]:
-        """The events of one webhook call, once its X-Line-Signature (HMAC-SHA256 of the raw
-        body with the channel secret) checks out; refused otherwise."""
+    def parse(self, body: bytes, signature: str) -> list[dict[str, Any]]:
+        """The events of one webhook call as LINE sent them, once its X-Line-Signature
+        (HMAC-SHA256 of the raw body with the channel secret) checks out; refused
+        otherwise."""
         from linebot.v3.exceptions import InvalidSignatureError
         from linebot.v3.webhook import WebhookParser
 
@@ -145,29 +166,42 @@ class LineChannel:
             raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
         try:
             text = body.decode("utf-8")
-            events: list[Any] = self._parser.parse(text, signature)
+            self._parser.parse(text, signature)  # the signature, and events LINE would send
+            raw = json.loads(text)["events"]
         except InvalidSignatureError:
             raise InvalidInputError("the X-Line-Signature does not match the body") from None
         except (UnicodeDecodeError, ValueError, KeyError, TypeError):
             raise InvalidInputError("the webhook body is not a LINE event list") from None
-        return events
+        if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+            raise InvalidInputError("the webhook body is not a LINE event list")
+        return raw
 
-    async def handle(self, events: list[Any]) -> None:
-        """Take one webhook call's events, in order: each message is queued behind the
-        last one of its chat, and the call returns before any is answered."""
+    async def handle(self, events: list[dict[str, Any]]) -> None:
+        """Take one webhook call's events, in order: each is recorded in the ledger (a
+        redelivery is dropped), then queued behind the last one of its chat; the call
+        returns once all are recorded, before any is answered."""
         await self._know_myself()
-        for event in events:
-            event_id = str(getattr(event, "webhook_event_id", "") or "")
-            if event_id and _remember(self._seen, event_id):
-                continue  # LINE redelivered what was already handled
-            kind = str(getattr(event, "type", ""))
-            if kind == "message":
-                self._on_message(event)
-            elif kind == "follow":
-                self._start(self._on_follow(event))
-            elif kind == "join":
-                self._start(self._on_join(event))
-            elif kind == "leave":
+        received = self._monotonic()
+        for raw in events:
+            key = _event_key(raw)
+            if not self.inbox.receive(key, raw):
+                continue  # LINE redelivered what was already taken
+            self._dispatch(key, raw, received)
+
+    def _dispatch(
+        self, key: str, raw: dict[str, Any], received: float, *, replayed: bool = False
+    ) -> None:
+        event = _event(raw)
+        kind = str(getattr(event, "type", ""))
+        if kind == "message":
+            self._on_message(event, key, received, replayed=replayed)
+        elif kind == "follow":
+            self._start(self._then_handled(key, self._on_follow(event, received)))
+        elif kind == "join":
+            self._start(self._then_handled(key, self._on_join(event, received)))
+        else:
+            self.inbox.handled(key)
+            if kind == "leave":
                 chat = Chat.of_source(event.source)
                 log.info(
                     "line: Lore was removed from %s; its conversation, memories and reminders "
@@ -179,6 +213,13 @@ class LineChannel:
                 )
             elif kind == "unfollow":
                 log.info("line: %s blocked Lore; its conversation is kept", event.source.user_id)
+
+    async def _then_handled(self, key: str, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Exception:  # done as far as it goes; only a stop leaves it for later
+            log.exception("line: handling event %s failed", key)
+        self.inbox.handled(key)
 
     async def _know_myself(self) -> None:
         """The bot's own id and name, to see mentions of it and to introduce itself."""
@@ -196,25 +237,33 @@ class LineChannel:
 
     # -- messages -------------------------------------------------------------------------
 
-    def _on_message(self, event: Any) -> None:
+    def _on_message(self, event: Any, key: str, received: float, *, replayed: bool) -> None:
         message = event.message
         if str(getattr(message, "type", "")) != "text":
+            self.inbox.handled(key)
             return
         chat = Chat.of_source(event.source)
         user_id = str(getattr(event.source, "user_id", "") or "")
         trust = self._trust(user_id, private=chat.kind == "user")
-        received = self._monotonic()
         if trust is None:
-            self._start(self._reply_or_push(chat, event.reply_token, received, STRANGER))
+            reply = self._reply_or_push(chat, event.reply_token, received, STRANGER)
+            self._start(self._then_handled(key, reply))
             return
         if trust == "owner" and self.approvals.answer(chat.scope, str(message.text)):
+            self.inbox.handled(key)
             return  # the owner answered a tool's "may I?"; not a message for the chat
+        # The owner's 1:1 chat may be part of the owner's one conversation across channels.
+        scope = self.lore.config.conversation_scope(chat.scope)
+        if replayed and in_conversation(self.lore, scope, "line", str(message.id)):
+            self.inbox.handled(key)  # its turn ran before the process stopped
+            return
         # Each message waits for the one before it in its chat: turns and answers keep
         # the order the messages came in.
         before = self._last.get(chat.scope)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._last[chat.scope] = done
-        self._start(self._process(event, chat, user_id, trust, received, before, done))
+        turn = _Turn(event, chat, scope, user_id, trust, received, key)
+        self._start(self._process(turn, before, done))
 
     def _trust(self, user_id: str, *, private: bool) -> Trust | None:
         if user_id and user_id in self.settings.owner_ids:
@@ -224,40 +273,36 @@ class LineChannel:
         return "guest" if user_id in self.settings.allow else None
 
     async def _process(
-        self,
-        event: Any,
-        chat: Chat,
-        user_id: str,
-        trust: Trust,
-        received: float,
-        before: asyncio.Future[None] | None,
-        done: asyncio.Future[None],
+        self, turn: _Turn, before: asyncio.Future[None] | None, done: asyncio.Future[None]
     ) -> None:
+        chat = turn.chat
         try:
-            author = await self._name_of(chat, user_id)
+            author = await self._name_of(chat, turn.user_id)
             if before is not None:
                 await before
-            await self._turn(event, chat, user_id, author, trust, received)
+            await self._turn(turn, author)
         except Exception:  # one chat's failure never stops the others
             log.exception("line: the message for %s failed", chat.scope)
         finally:
             done.set_result(None)
             if self._last.get(chat.scope) is done:
                 del self._last[chat.scope]
+        # Not reached when cancelled (a stop, a crash): the event stays unhandled, and
+        # the next process answers it.
+        self.inbox.handled(turn.key)
 
-    async def _turn(
-        self, event: Any, chat: Chat, user_id: str, author: str, trust: Trust, received: float
-    ) -> None:
+    async def _turn(self, turn: _Turn, author: str) -> None:
+        event, chat, trust = turn.event, turn.chat, turn.trust
         message = event.message
         respond = chat.kind == "user" or self._addressed(message)
         inbound = Inbound(
-            scope=chat.scope,
+            scope=turn.scope,
             channel="line",
             author=author,
             text=self._text(message),
             trust=trust,
             message_id=str(message.id),
-            author_id=user_id,
+            author_id=turn.user_id,
             respond=respond,
         )
         approver = self.approvals.for_chat(chat.scope, author) if trust == "owner" else None
@@ -269,7 +314,7 @@ class LineChannel:
             text = SORRY
         if text:
             quote = str(message.quote_token) if chat.kind != "user" else None
-            await self._reply_or_push(chat, event.reply_token, received, text, quote)
+            await self._reply_or_push(chat, event.reply_token, turn.received, text, quote)
 
     def _addressed(self, message: Any) -> bool:
         """Said to Lore: a /command, a mention of the bot, a reply quoting Lore, or one of
@@ -281,7 +326,7 @@ class LineChannel:
             if getattr(mentionee, "is_self", False):
                 return True
         quoted = getattr(message, "quoted_message_id", None)
-        if quoted and str(quoted) in self._sent:
+        if quoted and self.inbox.was_sent(str(quoted)):
             return True
         text = str(message.text).casefold()
         return any(_says(text, name.casefold()) for name in self._bot_names())
@@ -335,9 +380,8 @@ class LineChannel:
 
     # -- follow and join ------------------------------------------------------------------
 
-    async def _on_follow(self, event: Any) -> None:
+    async def _on_follow(self, event: Any, received: float) -> None:
         chat = Chat.of_source(event.source)
-        received = self._monotonic()
         if self._trust(chat.id, private=True) is None:
             await self._reply_or_push(chat, event.reply_token, received, STRANGER)
             return
@@ -345,10 +389,10 @@ class LineChannel:
         text = GREETING.format(name=name, bot=self.bot_name or "Lore")
         await self._reply_or_push(chat, event.reply_token, received, text)
 
-    async def _on_join(self, event: Any) -> None:
+    async def _on_join(self, event: Any, received: float) -> None:
         chat = Chat.of_source(event.source)
         text = INTRO.format(bot=self.bot_name or "Lore")
-        await self._reply_or_push(chat, event.reply_token, self._monotonic(), text)
+        await self._reply_or_push(chat, event.reply_token, received, text)
 
     # -- outbound -------------------------------------------------------------------------
 
@@ -387,16 +431,24 @@ class LineChannel:
         await self._reply_or_push(Chat.of_scope(scope), None, 0.0, text)
 
     def _note_sent(self, ids: list[str]) -> None:
-        for message_id in ids:
-            _remember(self._sent, message_id)
+        try:
+            self.inbox.sent(ids)
+        except Exception:  # it was sent: only a later quote of it may go unrecognised
+            log.exception("line: could not note the ids of messages sent")
 
     async def deliver(self, due: Delivery) -> None:
         """A reminder, pushed to the chat it was set in, mentioning who set it. Raises when
         LINE refuses, so the scheduler retries it; the occurrence's key is the push's
         retry key, so a retry after a lost answer never sends it twice."""
-        chat = Chat.of_scope(due.scope)
         late = " (late)" if due.late else ""
-        user_id = self._author_id(due.scope, due.author)
+        if due.scope == OWNER_SCOPE:  # the owner's one conversation: their own 1:1 chat
+            if not self.settings.owner_ids:
+                raise LineApiError("LINE knows no owner to push to: set line.owner_ids")
+            chat = Chat("user", self.settings.owner_ids[0])
+            user_id = ""
+        else:
+            chat = Chat.of_scope(due.scope)
+            user_id = self._author_id(due.scope, due.author)
         if chat.kind != "user" and user_id:
             escaped = due.text.replace("{", "{{").replace("}", "}}")
             message = mention_message(f"⏰ Reminder for {{user}}: {escaped}{late}", user_id)
@@ -425,12 +477,36 @@ def _says(text: str, name: str) -> bool:
     return name in text
 
 
-def _remember(seen: OrderedDict[str, None], key: str) -> bool:
-    """Add `key` to a bounded set of recent keys; True when it was there already."""
-    if key in seen:
-        seen.move_to_end(key)
-        return True
-    seen[key] = None
-    if len(seen) > _REMEMBERED:
-        seen.popitem(last=False)
-    return False
+@dataclass(frozen=True)
+class _Turn:
+    """One text message on its way to the bus."""
+
+    event: Any
+    chat: Chat  # where it was written (and the answer goes)
+    scope: str  # the conversation it belongs to (`owner` for the owner's 1:1 chat, maybe)
+    user_id: str
+    trust: Trust
+    received: float  # monotonic time it came; -inf when handled again after a restart
+    key: str  # its event id in the ledger
+
+
+def _event_key(raw: dict[str, Any]) -> str:
+    """The ledger's key for an event: LINE's webhookEventId (the same when redelivered)."""
+    key = raw.get("webhookEventId")
+    if key:
+        return str(key)
+    message = raw.get("message")
+    if isinstance(message, dict) and message.get("id"):
+        return f"message:{message['id']}"
+    return f"unkeyed:{uuid.uuid4().hex}"
+
+
+def _event(raw: dict[str, Any]) -> Any:
+    """A raw event as line-bot-sdk's model (as its WebhookParser builds it)."""
+    from linebot.v3.models.events import UnknownEvent
+    from linebot.v3.webhooks import Event
+
+    try:
+        return Event.from_dict(raw)
+    except ValueError:
+        return UnknownEvent.new_from_json_dict(raw)

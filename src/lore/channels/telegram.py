@@ -13,26 +13,31 @@ the next offset) once it was handed on, so an outage loses nothing.
 With `webhook_url` set, Telegram posts the updates to the gateway instead
 (`lore.channels.telegram_webhook`): the channel registers the address with setWebhook
 when it starts, and long polling deletes it again. Both ways end in `accept`, which
-drops an update it has already seen (Telegram redelivers one it thinks was lost).
+records the update in the chat ledger before it is confirmed (the webhook's 200, the
+next offset) and drops one it has already taken, after a restart too (Telegram
+redelivers what it thinks was lost). An update whose turn a crash cut short is handled
+by the next `lore serve` (`lore.channels.chat_inbox`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.message_split import split_message as split_pieces
 from lore.channels.message_split import utf16_len as _units
 from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
+from lore.errors import LoreError
 from lore.events import Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
     from telegram import Bot, Message, Update
 
     from lore.config import TelegramConfig
+    from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
@@ -43,7 +48,6 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE = 4096  # Telegram's limit for one message, in UTF-16 code units
 STRANGER = "This assistant is private: it answers its owner only. Nothing you wrote was kept."
 UPDATES = ["message"]  # the kinds of update Lore asks Telegram for
-_SEEN = 10_000  # update ids remembered to drop a redelivery
 
 
 def split_message(text: str, limit: int = MAX_MESSAGE) -> list[str]:
@@ -62,7 +66,7 @@ class TelegramChannel:
         self.me_id = 0
         self.me_username = ""
         self.approvals = TelegramApprovals(self._send)
-        self._seen: OrderedDict[int, None] = OrderedDict()
+        self.inbox = ChatInbox(lore.chat_ledger, "telegram", lore.clock)
         self.ready = asyncio.Event()  # set once the bot knows itself and its webhook is set
 
     def check_installed(self) -> None:
@@ -91,12 +95,21 @@ class TelegramChannel:
 
     async def run_forever(self) -> None:
         """Poll for updates until `stop()`; a failing Telegram is retried, never fatal."""
+        await self._start()
+        # Updates a process that died (this one, before a restart) took but never handled.
+        keeper = asyncio.create_task(self.inbox.keep(self.resume), name="telegram-inbox")
+        try:
+            await self._receive_updates()
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+        await self.drain()
+
+    async def _receive_updates(self) -> None:
         from telegram.error import RetryAfter, TelegramError
 
-        await self._start()
         if self.settings.webhook_url:  # the gateway's webhook route brings the updates
             await self._stopping.wait()
-            await self.drain()
             return
         offset: int | None = None
         delay = 1.0
@@ -118,9 +131,13 @@ class TelegramChannel:
                 continue
             delay = 1.0
             for update in updates:
-                await self.accept(update)
+                try:
+                    await self.accept(update)
+                except LoreError as exc:  # not recorded: not confirmed, Telegram sends it again
+                    log.warning("telegram: could not record an update (%s); retrying", exc)
+                    await self._pause(delay)
+                    break
                 offset = update.update_id + 1  # confirmed by the next getUpdates
-        await self.drain()
 
     async def _start(self) -> None:
         """Learn who the bot is (to see mentions and replies to it) and set or delete the
@@ -164,20 +181,30 @@ class TelegramChannel:
     # -- inbound --------------------------------------------------------------------------
 
     async def accept(self, update: Update) -> bool:
-        """Handle an update, polled or posted to the webhook, unless it was seen before;
-        False for a redelivery."""
-        if update.update_id in self._seen:
+        """Record an update, polled or posted to the webhook, in the ledger, then handle
+        it; False for one taken before (a redelivery)."""
+        key = str(update.update_id)
+        if not self.inbox.receive(key, update.to_dict()):
             return False
-        self._seen[update.update_id] = None
-        while len(self._seen) > _SEEN:
-            self._seen.popitem(last=False)
-        await self.handle(update)
+        await self.handle(update, key)
         return True
 
-    async def handle(self, update: Update) -> None:
-        """Hand one update to the bus: recorded now, answered in the scope's queue."""
+    async def resume(self, received: Received) -> None:
+        """Handle an update a process that stopped took but never handled."""
+        from telegram import Update
+
+        update = Update.de_json(received.payload, self.bot)
+        if update is None:
+            self.inbox.handled(received.key)
+            return
+        await self.handle(update, received.key, replayed=True)
+
+    async def handle(self, update: Update, key: str = "", *, replayed: bool = False) -> None:
+        """Hand one update to the bus: recorded now, answered in the scope's queue; the
+        ledger's `key` is marked handled once the message is in its conversation."""
         message = update.message
         if message is None or message.text is None or message.from_user is None:
+            self.inbox.handled(key)
             return
         sender = message.from_user
         chat = message.chat
@@ -187,9 +214,14 @@ class TelegramChannel:
         trust = self._trust(str(sender.id), private=private)
         if trust is None:
             await self._send(chat.id, STRANGER)
+            self.inbox.handled(key)
             return
         if trust == "owner" and self.approvals.answer(chat.id, message.text):
+            self.inbox.handled(key)
             return  # the owner answered a tool's "may I?"; not a message for the chat
+        if replayed and in_conversation(self.lore, scope, "telegram", str(message.message_id)):
+            self.inbox.handled(key)  # its turn ran before the process stopped
+            return
         inbound = Inbound(
             scope=scope,
             channel="telegram",
@@ -204,7 +236,7 @@ class TelegramChannel:
         before = self._last_reply.get(chat.id)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._last_reply[chat.id] = done
-        task = asyncio.create_task(self._answer(inbound, message, before, done))
+        task = asyncio.create_task(self._answer(inbound, message, before, done, key))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await asyncio.sleep(0)  # the bus queues it now: the scope's order is arrival order
@@ -241,13 +273,18 @@ class TelegramChannel:
         message: Message,
         before: asyncio.Future[None] | None,
         done: asyncio.Future[None],
+        key: str,
     ) -> None:
         try:
             await self._reply(inbound, message, before)
+        except Exception:  # one chat's failure never stops the others
+            log.exception("telegram: answering in %s failed", inbound.scope)
         finally:
             done.set_result(None)
             if self._last_reply.get(message.chat.id) is done:
                 del self._last_reply[message.chat.id]
+        # Not reached when cancelled (a stop, a crash): the next process handles it.
+        self.inbox.handled(key)
 
     async def _reply(
         self, inbound: Inbound, message: Message, before: asyncio.Future[None] | None

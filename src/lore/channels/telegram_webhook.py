@@ -5,9 +5,10 @@ secret given there in the `X-Telegram-Bot-Api-Secret-Token` header. A request wi
 the header gets 401 and one with another secret 403; neither body is read. Before the
 channel has started (it learns the bot's name first) the answer is 503, which Telegram
 retries. An accepted
-update takes the polled updates' way (`TelegramChannel.accept`, which drops an update id
-it has seen, as Telegram redelivers what it thinks was lost) and is answered at once:
-the reply goes out through sendMessage when the turn is done.
+update takes the polled updates' way (`TelegramChannel.accept`, which records it in the
+chat ledger and drops an update id it has taken before, as Telegram redelivers what it
+thinks was lost) and is answered once recorded: the reply goes out through sendMessage
+when the turn is done.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from lore.channels.line import LineChannel
     from lore.channels.telegram import TelegramChannel
+    from lore.reminders.scheduler import Deliver
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -105,7 +106,7 @@ async def serve(
     import sys
 
     from lore.reminders.delivery import Delivery, session_delivery
-    from lore.reminders.scheduler import Deliver, Scheduler
+    from lore.reminders.scheduler import Scheduler
 
     # Into the conversation's session, and to the channel serving its scope, if any.
     into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
@@ -152,6 +153,8 @@ async def serve(
             with ExitStack() as channels:
                 if line is not None:  # due reminders of LINE chats go out by push
                     channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    if line.settings.owner_ids:
+                        _owner_reminders(lore, channels, {"line": line.deliver})
                 await scheduler.run_once()
             await close_idle_sessions(lore)
         else:
@@ -185,17 +188,16 @@ async def serve(
                         pushers["telegram"] = telegram.deliver
                 if line is not None:
                     channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    # Events a stopped `lore serve` took but never answered are answered now.
+                    helpers.append(asyncio.create_task(line.run_forever(), name="line"))
+                    if line.settings.owner_ids:
+                        pushers["line"] = line.deliver
                     print(
                         "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
                         "HTTPS: https://<your host>/line/webhook)",
                         file=sys.stderr,
                     )
-                if lore.config.channels.unified_owner_session:
-                    from lore.channels.owner import owner_reminders
-                    from lore.config import OWNER_SCOPE
-
-                    owner = owner_reminders(lore, pushers)
-                    channels.enter_context(lore.bus.deliver_for(OWNER_SCOPE, owner))
+                _owner_reminders(lore, channels, pushers)
                 try:
                     await scheduler.run_forever()
                 finally:
@@ -210,6 +212,18 @@ async def serve(
         if line is not None:
             await line.aclose()
         await lore.aclose()
+
+
+def _owner_reminders(lore: Runtime, channels: ExitStack, pushers: dict[str, Deliver]) -> None:
+    """With one conversation for the owner, its reminders go out through `pushers`
+    (the channels that reach the owner 1:1, by name)."""
+    if not lore.config.channels.unified_owner_session:
+        return
+    from lore.channels.owner import owner_reminders
+    from lore.config import OWNER_SCOPE
+
+    owner = owner_reminders(lore, pushers)
+    channels.enter_context(lore.bus.deliver_for(OWNER_SCOPE, owner))
 
 
 def _telegram(lore: Runtime) -> TelegramChannel | None:

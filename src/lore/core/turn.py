@@ -243,6 +243,8 @@ def _user_message(inbound: Inbound, now: datetime) -> Message:
         message["channel"] = inbound.channel
     if inbound.author_id:
         message["author_id"] = inbound.author_id
+    if inbound.message_id:  # a chat channel's id: a message handled again is recognised
+        message["message_id"] = inbound.message_id
     return message
 
 

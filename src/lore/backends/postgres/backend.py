@@ -3,6 +3,7 @@ runtime asks for (so mypy checks that each store keeps its port's contract)."""
 
 from __future__ import annotations
 
+from lore.backends.postgres.chat_ledger import PostgresChatLedger
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.history import PostgresHistory
 from lore.backends.postgres.locks import LockHub
@@ -11,6 +12,7 @@ from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
 from lore.backends.postgres.sessions import PostgresSessions
+from lore.ports.chat_ledger import ChatLedger
 from lore.ports.memories import MemoryStore
 from lore.ports.notes import HistoryLog
 from lore.ports.outbox import Outbox
@@ -35,6 +37,7 @@ class PostgresBackend:
         self.locks = LockHub(url)
         self.sessions: SessionStore = PostgresSessions(self.db, self.locks)
         self.history: HistoryLog = PostgresHistory(self.db)
+        self.chat_ledger: ChatLedger = PostgresChatLedger(self.db)
 
     def close(self) -> None:
         self.locks.close()

@@ -1,8 +1,10 @@
 """`POST /line/webhook`: where LINE delivers a Messaging API channel's events.
 
 The signature is the only credential LINE sends (no bearer token): a missing or wrong
-X-Line-Signature gets 400 and nothing is processed or stored. A good call is answered at
-once; the messages it carried are answered (reply or push) as their turns finish.
+X-Line-Signature gets 400 and nothing is processed or stored. A good call is answered as
+soon as its events are recorded in the chat ledger (a failure to record them is an error
+LINE retries); the messages it carried are answered (reply or push) as their turns finish,
+and those a crash cut short by the next `lore serve`.
 """
 
 from __future__ import annotations

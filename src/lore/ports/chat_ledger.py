@@ -1,0 +1,74 @@
+"""The chat ledger port: what a chat channel (LINE, Telegram) must still know after a restart.
+
+Two things. The updates it received, each under the channel's own id for it (LINE's
+`webhookEventId`, Telegram's `update_id`): recorded before the update is acknowledged,
+so a redelivery is recognised, and one recorded but never handled (the process died
+between the acknowledgement and the turn) is handled again. A received update is
+leased by the process that recorded it; a process that dies lets its lease run out and
+the next `claim` hands the update to whoever asks, as the outbox does with deliveries.
+Once handled, its payload (the message's text) is dropped, and only the id is kept.
+
+And the ids of the messages Lore sent, so a reply quoting one is seen as said to Lore.
+
+`prune` forgets handled updates and sent ids older than a few days; an update never
+handled is kept until it is. The suite in tests/contract/test_chat_ledger_contract.py
+holds every backend to this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+__all__ = ["RETENTION", "ChatLedger", "Received"]
+
+# How long a handled update id and a sent message id are kept: LINE redelivers for a
+# day at most, Telegram keeps an unconfirmed update for a day, and a reply quoting Lore
+# a few days later still counts as said to Lore.
+RETENTION = timedelta(days=3)
+
+
+@dataclass(frozen=True)
+class Received:
+    channel: str  # "line", "telegram"
+    key: str  # the channel's id for the update
+    payload: dict[str, Any]  # the update as the channel sent it
+    received_at: datetime
+
+
+class ChatLedger(Protocol):
+    def receive(
+        self,
+        channel: str,
+        key: str,
+        payload: dict[str, Any],
+        *,
+        owner: str,
+        now: datetime,
+        seconds: float,
+    ) -> bool:
+        """Record an update, leased by `owner` for `seconds`, before it is acknowledged;
+        False (and nothing changes) when `key` was received before, whatever became of it."""
+
+    def renew(self, channel: str, *, owner: str, now: datetime, seconds: float) -> int:
+        """Extend every lease `owner` holds on unhandled updates; how many."""
+
+    def claim(
+        self, channel: str, *, owner: str, now: datetime, seconds: float, limit: int = 100
+    ) -> list[Received]:
+        """Unhandled updates whose lease ran out (their process died), oldest first, now
+        leased by `owner`."""
+
+    def handled(self, channel: str, key: str) -> None:
+        """The update is in its conversation (or needed nothing): its payload is dropped."""
+
+    def note_sent(self, channel: str, message_ids: Sequence[str], *, now: datetime) -> None:
+        """Remember the ids of messages Lore sent."""
+
+    def was_sent(self, channel: str, message_id: str) -> bool:
+        """Did Lore send the message with this id (within the retention)?"""
+
+    def prune(self, *, before: datetime) -> int:
+        """Forget handled updates and sent ids recorded before `before`; how many rows."""

@@ -1,0 +1,156 @@
+"""What every ChatLedger does: an update is received once, ever; one never handled is
+claimed again once its process's lease ran out (after a restart too), and only then;
+handling drops its text; sent ids are remembered across a restart and pruned with age."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from lore.ports.chat_ledger import RETENTION, ChatLedger
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+LEASE = 60.0
+Opener = Callable[[], ChatLedger]
+
+
+@pytest.fixture
+def reopen(backend_name: str, tmp_path: Path) -> Iterator[Opener]:
+    """Opens the ledger on one storage, again and again, as restarted processes would."""
+    with ExitStack() as opened:
+        if backend_name == "fake":
+            from lore.backends.fake.chat_ledger import FakeChatLedger
+
+            fake = FakeChatLedger()
+            yield lambda: fake
+        elif backend_name == "local":
+            from lore.backends.local.chat_ledger import LocalChatLedger
+            from lore.backends.local.database import Database
+
+            def local() -> ChatLedger:
+                db = Database(tmp_path / "lore.db")
+                opened.callback(db.close)
+                return LocalChatLedger(db)
+
+            yield local
+        elif backend_name == "postgres":
+            from lore.backends.postgres.backend import PostgresBackend
+            from tests.postgres_server import PostgresUnavailable, empty_lore_database
+
+            try:
+                url = empty_lore_database()
+            except PostgresUnavailable as exc:
+                pytest.skip(f"PostgreSQL cannot start here: {exc}")
+
+            def postgres() -> ChatLedger:
+                pg = PostgresBackend(url, max_connections=2)
+                opened.callback(pg.close)
+                return pg.chat_ledger
+
+            yield postgres
+        else:
+            pytest.skip(f"no chat ledger for the {backend_name} backend yet")
+
+
+@pytest.fixture
+def ledger(reopen: Opener) -> ChatLedger:
+    return reopen()
+
+
+def _receive(ledger: ChatLedger, key: str, text: str = "媽媽 lands at 3 PM 🛬", *,
+             owner: str = "A", at: datetime = NOW, channel: str = "line") -> bool:  # fmt: skip
+    payload = {"type": "message", "message": {"text": text}, "nested": [1, {"ok": True}]}
+    return ledger.receive(channel, key, payload, owner=owner, now=at, seconds=LEASE)
+
+
+def test_an_update_is_received_once_whatever_became_of_it(ledger: ChatLedger) -> None:
+    assert _receive(ledger, "01HEVENT")
+    assert not _receive(ledger, "01HEVENT", owner="B")
+    ledger.handled("line", "01HEVENT")
+    assert not _receive(ledger, "01HEVENT", at=NOW + timedelta(hours=5))
+    # The same id on another channel is another update.
+    assert _receive(ledger, "01HEVENT", channel="telegram")
+
+
+def test_an_update_held_by_a_live_process_is_not_claimed(ledger: ChatLedger) -> None:
+    _receive(ledger, "e1")
+    assert ledger.claim("line", owner="B", now=NOW + timedelta(seconds=30), seconds=LEASE) == []
+    # The holder keeps it while its turn runs long.
+    assert ledger.renew("line", owner="A", now=NOW + timedelta(seconds=50), seconds=LEASE) == 1
+    later = NOW + timedelta(seconds=100)
+    assert ledger.claim("line", owner="B", now=later, seconds=LEASE) == []
+
+
+def test_an_update_never_handled_is_claimed_after_a_restart_with_its_payload(
+    reopen: Opener,
+) -> None:
+    first = reopen()
+    _receive(first, "e1", "第一 / первое")
+    _receive(first, "e2", "second {braces}")
+    _receive(first, "e3")
+    first.handled("line", "e3")
+    after = reopen()  # the process died; another opens the same storage
+    later = NOW + timedelta(seconds=LEASE + 1)
+    claimed = after.claim("line", owner="B", now=later, seconds=LEASE)
+    assert [c.key for c in claimed] == ["e1", "e2"]
+    assert claimed[0].payload == {
+        "type": "message",
+        "message": {"text": "第一 / первое"},
+        "nested": [1, {"ok": True}],
+    }
+    assert claimed[1].payload["message"]["text"] == "second {braces}"
+    assert abs((claimed[0].received_at - NOW).total_seconds()) < 1
+    assert claimed[0].received_at.tzinfo is not None
+    # Claimed: the new holder's lease runs, so nobody else takes them.
+    assert after.claim("line", owner="C", now=later, seconds=LEASE) == []
+    assert after.claim("telegram", owner="C", now=later + timedelta(hours=1), seconds=1) == []
+
+
+def test_a_handled_update_is_never_claimed_and_its_text_is_dropped(ledger: ChatLedger) -> None:
+    _receive(ledger, "e1")
+    ledger.handled("line", "e1")
+    far = NOW + timedelta(days=1)
+    assert ledger.claim("line", owner="B", now=far, seconds=LEASE) == []
+
+
+def test_claim_takes_the_oldest_first_up_to_the_limit(ledger: ChatLedger) -> None:
+    for n in range(5):
+        _receive(ledger, f"k{n}", at=NOW + timedelta(seconds=n))
+    later = NOW + timedelta(minutes=5)
+    first = ledger.claim("line", owner="B", now=later, seconds=LEASE, limit=2)
+    rest = ledger.claim("line", owner="B", now=later, seconds=LEASE)
+    assert [c.key for c in first] == ["k0", "k1"]
+    assert [c.key for c in rest] == ["k2", "k3", "k4"]
+
+
+def test_sent_ids_are_remembered_across_a_restart(reopen: Opener) -> None:
+    first = reopen()
+    first.note_sent("line", ["600000000000000001", "600000000000000002"], now=NOW)
+    first.note_sent("line", [], now=NOW)
+    again = reopen()
+    assert again.was_sent("line", "600000000000000002")
+    assert not again.was_sent("line", "600000000000000003")
+    assert not again.was_sent("telegram", "600000000000000001")
+
+
+def test_prune_forgets_old_handled_updates_and_sent_ids_but_keeps_unhandled_ones(
+    ledger: ChatLedger,
+) -> None:
+    old = NOW - RETENTION - timedelta(hours=1)
+    _receive(ledger, "old-handled", at=old)
+    ledger.handled("line", "old-handled")
+    _receive(ledger, "old-unhandled", at=old)
+    _receive(ledger, "new-handled")
+    ledger.handled("line", "new-handled")
+    ledger.note_sent("line", ["old-id"], now=old)
+    ledger.note_sent("line", ["new-id"], now=NOW)
+    assert ledger.prune(before=NOW - RETENTION) == 2
+    assert _receive(ledger, "old-handled")  # forgotten: a new update now
+    assert not _receive(ledger, "new-handled")
+    assert not ledger.was_sent("line", "old-id") and ledger.was_sent("line", "new-id")
+    [kept] = ledger.claim("line", owner="B", now=NOW + timedelta(seconds=30), seconds=LEASE)
+    assert kept.key == "old-unhandled"
