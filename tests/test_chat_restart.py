@@ -106,6 +106,25 @@ async def test_a_redelivered_event_after_a_restart_is_not_handled_twice(
     ]
 
 
+async def test_a_webhook_call_whose_events_cannot_be_recorded_fails_and_lines_retry_is_answered(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> None:
+    model.default = _echo
+    async with line_gateway(_line(config, fake), model, clock, fake) as line:
+        line.channel.inbox.ledger = _FailingOnce(line.channel.inbox.ledger)
+        event = line.hooks.text("奶奶几点到？ / когда прилетает?", user=JOHN)
+        refused = await line.post(event)
+        await line.channel.drain()
+        assert refused.status_code >= 500 and fake.sent == [] and model.requests == []
+        retried = await line.post(dict(event, deliveryContext={"isRedelivery": True}))
+        [push] = await line.sent(1)
+        await line.channel.drain()
+    assert retried.status_code == 200
+    # The first call's reply token was never used, so the answer is still a reply.
+    assert _texts(push) == ["re: 奶奶几点到？ / когда прилетает?"]
+    assert len(fake.sent) == 1 and len(model.requests) == 1
+
+
 @asynccontextmanager
 async def _line_channel(
     config: Config, model: ScriptedProvider, clock: FixedClock

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 
 from lore.channels.http.auth import Forbidden, Unauthorized
 from lore.channels.http.context import error_response
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, StoreError
 
 if TYPE_CHECKING:
     from lore.channels.telegram import TelegramChannel
@@ -57,7 +57,10 @@ def mount_telegram_webhook(app: FastAPI, channel: TelegramChannel) -> None:
             update = None
         if update is None:
             raise InvalidInputError("the request body is not a Telegram update")
-        await channel.accept(update)
+        try:
+            await channel.accept(update)
+        except StoreError as exc:  # not recorded: Telegram must post it again
+            return error_response(503, f"the update could not be recorded: {exc}")
         return JSONResponse({"ok": True})
 
     app.include_router(router)

@@ -9,12 +9,12 @@ and those a crash cut short by the next `lore serve`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 
+from lore.channels.http.context import error_response
 from lore.channels.line import MAX_BODY, LineChannel
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, StoreError
 
 __all__ = ["line_router"]
 
@@ -23,13 +23,16 @@ def line_router(channel: LineChannel) -> APIRouter:
     router = APIRouter(tags=["line"])
 
     @router.post("/line/webhook", summary="LINE Messaging API webhook (signed by LINE)")
-    async def webhook(request: Request) -> dict[str, Any]:
+    async def webhook(request: Request) -> JSONResponse:
         length = request.headers.get("content-length", "")
         if length.isdecimal() and int(length) > MAX_BODY:  # refused before it is read
             raise InvalidInputError(f"the webhook body is over {MAX_BODY} bytes")
         body = await request.body()
         events = channel.parse(body, request.headers.get("x-line-signature", ""))
-        await channel.handle(events)
-        return {}
+        try:
+            await channel.handle(events)
+        except StoreError as exc:  # not recorded: LINE must send the call again
+            return error_response(503, f"the events could not be recorded: {exc}")
+        return JSONResponse({})
 
     return router
