@@ -178,10 +178,11 @@ async def test_a_turn_cut_short_by_a_stop_is_answered_after_the_restart_once(
     _restart(clock)
     model.reply("Dumplings 🥟.")
     async with line_gateway(settings, model, clock, fake) as line:
-        for left in line.channel.inbox.sweep():
-            await line.channel.resume(left)
+        keeping = asyncio.create_task(line.channel.run_forever())  # as `lore serve` runs it
         [push] = await line.sent(1)
         await line.channel.drain()
+        keeping.cancel()
+        await asyncio.gather(keeping, return_exceptions=True)
         window = [m["content"] for m in model.requests[-1].messages]
     assert (push["kind"], push["to"], _texts(push)) == ("push", FAMILY, ["Dumplings 🥟."])
     assert window == ["what's for dinner?"]  # the cancelled try is not in the window

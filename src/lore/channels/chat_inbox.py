@@ -89,7 +89,11 @@ class ChatInbox:
                 left = []
             for received in left:
                 log.info("%s: handling update %s left unhandled", self.channel, received.key)
-                await handle(received)
+                try:
+                    await handle(received)
+                except Exception:  # an update that cannot be read never blocks the rest
+                    log.exception("%s: update %s cannot be handled", self.channel, received.key)
+                    self.handled(received.key)
             await asyncio.sleep(self.lease / 3)
 
 
