@@ -32,7 +32,7 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench bench-scale bench-workers torture quickstart chromium
+.PHONY: chat needs-local path test lint check bench bench-scale bench-workers bench-pg-scale torture quickstart chromium
 # The web page's browser test drives Debian's chromium (never a downloaded browser):
 # installed here when missing and we may (root, as in CI); otherwise that test is skipped.
 chromium:
@@ -105,3 +105,8 @@ bench-scale: $(VENV)/.test
 bench-workers: $(VENV)/.test
 	$(PY) bench/pg_workers.py
 	$(PY) bench/pg_conversations.py
+
+# memory_search at 100,000 and 1,000,000 entries in one database, PostgreSQL beside
+# SQLite; about 30-40 minutes on two cores, so not part of `make bench`.
+bench-pg-scale: $(VENV)/.test
+	$(PY) bench/pg_scale.py

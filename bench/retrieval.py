@@ -246,7 +246,6 @@ def build_lore(
 ) -> Built:
     """Archive every session of every conversation in a Lore home (its index in
     PostgreSQL when `database_url` names one), index and embed them."""
-    from lore.backends.local.archive import SessionArchive
     from lore.backends.local.search_index import SearchIndex
     from lore.clock import FixedClock
     from lore.config import load_config
@@ -265,7 +264,8 @@ def build_lore(
         lore.search_index = PostgresSearchIndex(lore.postgres.db, embedder)
     elif embedder is not None:  # the index, with the cached model behind it
         lore.search_index = SearchIndex(lore.db, embedder)
-    archive = SessionArchive(config.sessions_dir, config.home)
+    # The runtime's own archive: files, or PostgreSQL's tables when the sessions live there.
+    archive = lore.sessions.archive
     dia_of: dict[tuple[str, int], str] = {}
     started = time.perf_counter()
     for conv in conversations:
@@ -287,6 +287,7 @@ def build_lore(
                 zone=UTC,
                 slug=f"session-{session.number}",
                 reason="new",
+                fault=None,
             )
             archive.append_index(entry)
     search = searcher(lore)

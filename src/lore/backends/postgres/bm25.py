@@ -1,97 +1,136 @@
-"""BM25 over the search index's tsvectors, so PostgreSQL ranks text as SQLite's FTS5 does.
+"""BM25 over tsvectors, computed as SQLite's FTS5 computes it, so both backends rank text
+the same way (the search index and the memory store alike).
 
-`ts_rank` alone weighs every word the same: "the" found counts as much as "Hualien"
-found. BM25 weighs each query term by its inverse document frequency, saturates repeats
-and favours short entries. Here it is computed in one statement over the entries that
-match the query (the same set `ts_rank` ranked before):
+FTS5's `bm25()` sums, over the query's phrases, idf × f·(k1 + 1) / (f + k1·(1 − b +
+b·|D| / avgdl)). Each part here is FTS5's own:
 
-- a term's frequency in an entry is `ts_rank` of that one term, scaled so one occurrence
-  in the text is 1.0 (weights as FTS5's columns: words and CJK grams 1.0, extra text 0.375;
-  repeats count less and less, which BM25's own saturation then bounds);
-- its document frequency is how many of the matching entries hold it (every entry that
-  holds a term matches the query, which ORs its terms);
-- the number of entries and their mean length (distinct lexemes) in the searched scopes
-  come from `ScopeStatistics`: a small scope is counted at every search (a new
-  conversation changes fast), a large one once per process and again when the index
-  has grown by a quarter (it moves slowly, and these figures only shade the ranking).
+- f, a term's frequency in a row, is its occurrences weighted by column: in PostgreSQL,
+  `ts_rank_cd` of that one term, which adds the weight of each occurrence (of the
+  weights the query term allows, as an FTS5 column filter does), times the largest
+  weight (`ts_rank_cd` takes weights up to 1);
+- |D| is the row's length in tokens, every column counted with its repeats (the
+  `tokens` column, m008), plus the scope tag FTS5 keeps in each row;
+- idf is ln((N − n + 0.5) / (n + 0.5)), at least 1e-6, with N the rows of the whole
+  table and n the rows holding the term, and avgdl the whole table's mean length: as in
+  FTS5, every conversation counts, not only the searched one (a word common elsewhere
+  weighs less here too). Ranking with one conversation's own figures instead cost
+  LoCoMo recall a point beside SQLite.
+
+These figures come from `TableStatistics`: a small table is counted again after each
+write, a large one once per process and again when it has grown by a quarter (it moves
+slowly, and they only shade the ranking).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ScopeStatistics", "bm25_arguments", "bm25_search"]
+__all__ = ["ColumnWeights", "TableStatistics", "bm25_arguments", "bm25_search"]
 
 K1 = 1.2  # FTS5's bm25 constants
 B = 0.75
-_WEIGHTS = "'{0, 0.375, 1.0, 1.0}'"  # {D, C, B, A}: C extra text, B CJK grams, A words
-_ONE = 1.64493406685  # ts_rank of one occurrence is weight / (pi^2 / 6)
-# Below this IDF a term counts as (almost) nothing, as in FTS5 (a term in most entries).
+# Below this IDF a term counts as (almost) nothing, as in FTS5 (a term in most rows).
 _MIN_IDF = 1e-6
-_SMALL = 2_000  # entries: a scope this small is cheaper to count than to track
+_SMALL = 10_000  # rows: a table this small is cheaper to count than to track
+_KEPT_TERMS = 10_000  # term counts kept per process before they are counted afresh
 
 
-def bm25_search(terms: Sequence[str], live: str) -> str:
-    """The statement ranking entries of %(scopes)s matching %(query)s (a `to_tsquery`
-    text) by BM25 over `terms` (one-lexeme `to_tsquery` texts, passed as %(t0)s, %(t1)s,
-    ...); `live` is the extra condition on the entries. Takes %(entries)s and
-    %(mean_length)s from `ScopeStatistics` and %(limit)s; returns ids, best first."""
+@dataclass(frozen=True)
+class ColumnWeights:
+    """FTS5's bm25 column weights, by tsvector weight: A words, B CJK grams, C extra
+    text (keywords, a message's date and neighbouring turns)."""
+
+    words: float
+    grams: float
+    extra: float
+
+    def frequency(self, term: int) -> str:
+        """SQL for the weighted occurrences of term `q{term}` in `terms`."""
+        top = max(self.words, self.grams, self.extra)
+        scaled = ", ".join(f"{w / top:.6g}" for w in (0.0, self.extra, self.grams, self.words))
+        return f"ts_rank_cd('{{{scaled}}}', terms, q{term}) * {top:.6g}"
+
+
+def bm25_search(
+    terms: Sequence[str],
+    *,
+    table: str,
+    where: str,
+    weights: ColumnWeights,
+    then: str = "id",
+    columns: str = "",
+) -> str:
+    """The statement ranking rows of `table` meeting `where` and matching %(query)s (a
+    `to_tsquery` text) by BM25 over `terms` (one-lexeme `to_tsquery` texts). Takes the
+    arguments of `bm25_arguments` and %(limit)s; returns ids, best first, equal scores
+    ordered by `then` (over id and `columns`, a list starting with a comma)."""
     # Each term's tsquery is parsed once, in FROM: in the select list a prepared
     # statement would parse it again for every row.
     n = len(terms)
     parsed = "".join(f", to_tsquery('lore_terms', %(t{i})s) q{i}" for i in range(n))
-    frequencies = ", ".join(f"ts_rank({_WEIGHTS}, terms, q{i}) * {_ONE} AS f{i}" for i in range(n))
-    counts = ", ".join(f"count(*) FILTER (WHERE f{i} > 0)::float8 AS d{i}" for i in range(n))
-    # IDF as FTS5's: ln((N - n + 0.5) / (n + 0.5)), floored; N never below n (a count
-    # cached before the scope grew), or the logarithm would have nothing to take.
+    frequencies = ", ".join(f"{weights.frequency(i)} AS f{i}" for i in range(n))
     score = " + ".join(
-        f"greatest(ln((greatest(%(entries)s::float8, d{i}) - d{i} + 0.5) / (d{i} + 0.5)),"
-        f" {_MIN_IDF}) * f{i} * {K1 + 1}"
-        f" / (f{i} + {K1} * (1 - {B} + {B} * len / %(mean_length)s))"
+        f"%(idf{i})s * f{i} * {K1 + 1} / (f{i} + {K1} * (1 - {B} + {B} * len / %(mean_length)s))"
         for i in range(n)
     )
-    # Both CTEs materialized: the planner, which cannot count the hits in advance, would
-    # otherwise count the document frequencies again for every hit.
+    # Materialized, so each frequency is computed once a row, not once per use.
     return (
-        f"WITH hits AS MATERIALIZED (SELECT id, length(terms)::float8 AS len, {frequencies}"
-        f" FROM search_entries, to_tsquery('lore_terms', %(query)s) query{parsed}"
-        f" WHERE scope = ANY(%(scopes)s) AND terms @@ query AND {live}),"
-        f" frequency AS MATERIALIZED (SELECT {counts} FROM hits)"
-        f" SELECT id FROM hits, frequency ORDER BY {score} DESC, id LIMIT %(limit)s"
+        f"WITH hits AS MATERIALIZED (SELECT id{columns}, tokens + 1.0 AS len, {frequencies}"
+        f" FROM {table}, to_tsquery('lore_terms', %(query)s) query{parsed}"
+        f" WHERE terms @@ query AND {where})"
+        f" SELECT id FROM hits ORDER BY {score} DESC, {then} LIMIT %(limit)s"
     )
 
 
-def bm25_arguments(terms: Sequence[str]) -> dict[str, Any]:
-    return {f"t{i}": term for i, term in enumerate(terms)}
+def bm25_arguments(
+    terms: Sequence[str], rows: int, mean_length: float, holding: Sequence[int]
+) -> dict[str, Any]:
+    """The statement's arguments: each term, its idf (from the table's `rows` and the
+    rows `holding` it) and the mean length."""
+    arguments: dict[str, Any] = {"mean_length": mean_length}
+    for i, (term, n) in enumerate(zip(terms, holding, strict=True)):
+        # N never below n (a count cached before the table grew): the logarithm needs it.
+        total = max(rows, n)
+        arguments[f"t{i}"] = term
+        arguments[f"idf{i}"] = max(math.log((total - n + 0.5) / (n + 0.5)), _MIN_IDF)
+    return arguments
 
 
-class ScopeStatistics:
-    """Entries per scope and their total length: small scopes counted at each call, large
-    ones cached per process and counted again once the index has grown by a quarter."""
+class TableStatistics:
+    """A table's rows, their mean length in tokens (the scope tag included) and the rows
+    holding each term, kept per process: while the table is small, until a row is added;
+    once it is large, until it has grown by a quarter."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counted: dict[str, tuple[int, float]] = {}
+        self._size: tuple[int, float] | None = None
+        self._holding: dict[str, int] = {}
         self._at = -1
 
     def of(
         self,
-        scopes: Sequence[str],
+        terms: Sequence[str],
         newest: int,
-        count: Callable[[str], tuple[int, float]],
-    ) -> tuple[int, float]:
-        """(entries, mean length) over `scopes`, given the index's newest id and how to
-        count one scope (entries, total length)."""
+        size: Callable[[], tuple[int, float]],
+        holding: Callable[[str], int],
+    ) -> tuple[int, float, list[int]]:
+        """(rows, mean length, rows holding each term), given the table's newest id and
+        how to count its size (rows, total length) and the rows holding one term."""
         with self._lock:
-            if self._at < 0 or newest > self._at * 1.25 + 100:
-                self._counted.clear()
+            small = self._size is None or self._size[0] < _SMALL
+            changed = newest != self._at if small else newest > self._at * 1.25 + 100
+            if self._at < 0 or changed or len(self._holding) > _KEPT_TERMS:
+                self._size = size()
+                self._holding.clear()
                 self._at = newest
-            for scope in dict.fromkeys(scopes):
-                known = self._counted.get(scope)
-                if known is None or known[0] < _SMALL:
-                    self._counted[scope] = count(scope)
-            entries = sum(self._counted[s][0] for s in set(scopes))
-            length = sum(self._counted[s][1] for s in set(scopes))
-        return entries, (length / entries if entries else 1.0)
+            counts = []
+            for term in terms:
+                if term not in self._holding:
+                    self._holding[term] = holding(term)
+                counts.append(self._holding[term])
+            rows, length = self._size or (0, 0.0)
+        return rows, (length / rows if rows else 1.0), counts

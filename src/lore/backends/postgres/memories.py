@@ -18,8 +18,14 @@ from typing import Any
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from lore.backends.postgres.bm25 import (
+    ColumnWeights,
+    TableStatistics,
+    bm25_arguments,
+    bm25_search,
+)
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.backends.postgres.tsquery import ts_query
+from lore.backends.postgres.tsquery import ts_query, ts_terms
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import (
     ActivePage,
@@ -42,9 +48,8 @@ __all__ = ["PostgresMemoryStore"]
 
 _LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > %(now)s)"
 _BLOCK_ORDER = "(kind = 'profile') DESC, updated_at DESC, id DESC"
-# ts_rank weights {D, C, B, A}: words (A) count twice grams (B) and keywords (C), as the
-# SQLite store's bm25 column weights do.
-_RANK = "ts_rank('{0, 0.5, 0.5, 1.0}', terms, query)"
+# The SQLite store's bm25 column weights: words count twice CJK grams and keywords.
+_WEIGHTS = ColumnWeights(words=2.0, grams=1.0, extra=1.0)
 _TERMS = (
     "setweight(to_tsvector('lore_terms', %(words)s), 'A')"
     " || setweight(to_tsvector('lore_terms', %(grams)s), 'B')"
@@ -57,6 +62,7 @@ class PostgresMemoryStore:
 
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
+        self._statistics = TableStatistics()
 
     # -- writing ------------------------------------------------------------------------
 
@@ -260,18 +266,42 @@ class PostgresMemoryStore:
             return ActivePage(self.active(scope, now=now, limit=limit), total)
 
     def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
-        """Active memories of this scope matching any word of `query`, best first."""
+        """Active memories of this scope matching any word of `query`, best BM25 first
+        (ranked as the SQLite store ranks them, see `bm25`), then the latest updated."""
         iso(now)
         expression = ts_query(query)
         if expression is None:
             return []
-        rows = self._db.fetch_all(
-            "SELECT memories.* FROM memories, to_tsquery('lore_terms', %(query)s) query"
-            f" WHERE scope = %(scope)s AND terms @@ query AND {_LIVE}"
-            f" ORDER BY {_RANK} DESC, updated_at DESC LIMIT %(limit)s",
-            {"query": expression, "scope": scope, "now": now, "limit": max(1, min(limit, 100))},
-        )
-        return [_memory(row) for row in rows]
+        terms = ts_terms(query)
+        with self._db.connection() as conn:
+            newest = conn.execute("SELECT coalesce(max(id), 0) AS id FROM memories").fetchone()
+            entries, mean_length, holding = self._statistics.of(
+                terms,
+                0 if newest is None else int(newest["id"]),
+                lambda: _table_size(conn),
+                lambda term: _holding(conn, term),
+            )
+            ranked = conn.execute(
+                bm25_search(
+                    terms,
+                    table="memories",
+                    where=f"scope = %(scope)s AND {_LIVE}",
+                    weights=_WEIGHTS,
+                    then="updated_at DESC, id",
+                    columns=", updated_at",
+                ),
+                {
+                    "query": expression,
+                    "scope": scope,
+                    "now": now,
+                    "limit": max(1, min(limit, 100)),
+                    **bm25_arguments(terms, entries, mean_length, holding),
+                },
+            ).fetchall()
+            ids = [int(r["id"]) for r in ranked]
+            rows = conn.execute("SELECT * FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
+        found = {int(row["id"]): _memory(row) for row in rows}
+        return [found[i] for i in ids if i in found]
 
     def history(self, scope: str, memory_id: int) -> list[AuditEntry]:
         """The audit trail of a memory's whole chain of versions, oldest first."""
@@ -440,6 +470,26 @@ def _audit_entry(row: DictRow) -> AuditEntry:
         row["at"],
         row["detail"],
     )
+
+
+def _table_size(conn: Connection) -> tuple[int, float]:
+    """Active memories, every scope's (expired ones too: SQLite's word index holds them),
+    and their total length in tokens (each with its scope tag, as FTS5 counts it)."""
+    row = conn.execute(
+        "SELECT count(*) AS n, coalesce(sum(tokens + 1), 0) AS length FROM memories"
+        " WHERE status = 'active'"
+    ).fetchone()
+    return (0, 0.0) if row is None else (int(row["n"]), float(row["length"]))
+
+
+def _holding(conn: Connection, term: str) -> int:
+    """How many active memories hold a term (in the columns it may match), for BM25."""
+    row = conn.execute(
+        "SELECT count(*) AS n FROM memories WHERE status = 'active'"
+        " AND terms @@ to_tsquery('lore_terms', %s)",
+        (term,),
+    ).fetchone()
+    return 0 if row is None else int(row["n"])
 
 
 def _memory(row: DictRow) -> Memory:

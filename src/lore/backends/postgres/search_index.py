@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from lore.backends.local.search_index import searchable_text
-from lore.backends.postgres.bm25 import ScopeStatistics, bm25_arguments, bm25_search
+from lore.backends.postgres.bm25 import (
+    ColumnWeights,
+    TableStatistics,
+    bm25_arguments,
+    bm25_search,
+)
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.tsquery import ts_query, ts_terms
 from lore.embed import Embedder, Vectors
@@ -36,13 +41,16 @@ _TERMS = (
     " || setweight(to_tsvector('lore_terms', %(extra)s), 'C')"
 )
 _LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
+# The SQLite index's bm25 column weights: a match in the text (words or CJK grams) weighs
+# more than one in what surrounds it.
+_WEIGHTS = ColumnWeights(words=2.0, grams=2.0, extra=0.75)
 
 
 class PostgresSearchIndex:
     def __init__(self, db: PostgresDatabase, embedder: Embedder | None = None) -> None:
         self._db = db
         self._embedder = embedder
-        self._statistics = ScopeStatistics()
+        self._statistics = TableStatistics()
 
     @property
     def db(self) -> PostgresDatabase:
@@ -282,7 +290,8 @@ class PostgresSearchIndex:
     def text_search(
         self, scopes: Sequence[str], query: str, *, limit: int, now: float
     ) -> list[int]:
-        """Entry ids in these scopes matching any term of `query`, best BM25 first."""
+        """Entry ids in these scopes matching any term of `query`, best BM25 first (FTS5's
+        BM25, with the whole index's statistics, as the SQLite index ranks them)."""
         expression = ts_query(query)
         if expression is None or not scopes or limit <= 0:
             return []
@@ -290,19 +299,25 @@ class PostgresSearchIndex:
         with self._db.connection() as conn:
             newest = conn.execute("SELECT coalesce(max(id), 0) AS id FROM search_entries")
             row = newest.fetchone()
-            entries, mean_length = self._statistics.of(
-                scopes, 0 if row is None else int(row["id"]), lambda s: _scope_size(conn, s)
+            entries, mean_length, holding = self._statistics.of(
+                terms,
+                0 if row is None else int(row["id"]),
+                lambda: _table_size(conn),
+                lambda term: _holding(conn, term),
             )
             rows = conn.execute(
-                bm25_search(terms, _LIVE),
+                bm25_search(
+                    terms,
+                    table="search_entries",
+                    where=f"scope = ANY(%(scopes)s) AND {_LIVE}",
+                    weights=_WEIGHTS,
+                ),
                 {
                     "query": expression,
                     "scopes": list(scopes),
                     "now": now,
                     "limit": limit,
-                    "entries": entries,
-                    "mean_length": mean_length,
-                    **bm25_arguments(terms),
+                    **bm25_arguments(terms, entries, mean_length, holding),
                 },
             ).fetchall()
         return [int(r["id"]) for r in rows]
@@ -407,14 +422,22 @@ class PostgresSearchIndex:
             )
 
 
-def _scope_size(conn: Connection, scope: str) -> tuple[int, float]:
-    """A scope's entries and their total length (distinct lexemes), for BM25."""
+def _table_size(conn: Connection) -> tuple[int, float]:
+    """The index's entries and their total length in tokens (each with its scope tag, as
+    FTS5 counts it), for BM25."""
     row = conn.execute(
-        "SELECT count(*) AS n, coalesce(sum(length(terms)), 0) AS length FROM search_entries"
-        " WHERE scope = %s",
-        (scope,),
+        "SELECT count(*) AS n, coalesce(sum(tokens + 1), 0) AS length FROM search_entries"
     ).fetchone()
     return (0, 0.0) if row is None else (int(row["n"]), float(row["length"]))
+
+
+def _holding(conn: Connection, term: str) -> int:
+    """How many entries hold a term (in the columns it may match), for BM25."""
+    row = conn.execute(
+        "SELECT count(*) AS n FROM search_entries WHERE terms @@ to_tsquery('lore_terms', %s)",
+        (term,),
+    ).fetchone()
+    return 0 if row is None else int(row["n"])
 
 
 def _literal(vector: Vectors) -> str:
