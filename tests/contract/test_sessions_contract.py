@@ -3,6 +3,7 @@ reset, lock), the archive and its index, close and recover, and presence."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -447,3 +448,23 @@ async def test_a_turn_is_held_per_key_and_free_again_after(sessions: SessionStor
         pass
     async with sessions.turn(KEY):  # released: held again at once
         pass
+
+
+async def test_a_turn_held_by_another_process_is_waited_for_until_released(
+    backend: Backend,
+) -> None:
+    other = backend.reopen().sessions  # another process or worker on the same storage
+    entered: list[str] = []
+
+    async def second_turn() -> None:
+        async with other.turn(KEY):
+            entered.append("second")
+
+    async with backend.sessions.turn(KEY):
+        waiting = asyncio.create_task(second_turn())
+        async with other.turn(GROUP):  # another conversation's turn goes ahead
+            entered.append("group")
+        await asyncio.sleep(0.3)
+        assert entered == ["group"]  # the second turn of KEY still waits
+    await asyncio.wait_for(waiting, timeout=10)
+    assert entered == ["group", "second"]

@@ -224,8 +224,10 @@ class SessionStore(Protocol):
         forget everywhere rewrites those files itself."""
 
     def turn(self, key: str) -> AbstractAsyncContextManager[None]:
-        """Held while one turn of `key` runs, across processes: a terminal and `lore serve`
-        sharing a conversation (the owner's, across channels) take turns in it."""
+        """The conversation's one turn lock, held while a turn of `key` runs: every process
+        and worker on this storage waits for it (a terminal beside `lore serve`, gateway
+        workers behind a load balancer), another holder in this process included; other
+        keys never wait. A holder that dies releases it."""
 
 
 class ClosingArchive(Protocol):

@@ -4,6 +4,7 @@ and `recover` finishing what an exception at any step left."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -116,11 +117,13 @@ class FakeSessions:
             self._archive = FakeArchive()
             self._live: dict[str, LiveState] = {}
             self._attached: set[str] = set()
+            self._turns: dict[str, asyncio.Lock] = {}
         else:  # another process on the same storage: its own handles on the same state
-            self._archive, self._live, self._attached = (
+            self._archive, self._live, self._attached, self._turns = (
                 shared._archive,
                 shared._live,
                 shared._attached,
+                shared._turns,
             )
         self._handles: dict[str, FakeLiveSession] = {}
 
@@ -222,7 +225,9 @@ class FakeSessions:
 
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
-        yield  # one process: the bus's queue already runs one turn at a time
+        # Shared with every reopened handle, as another process's turn would be.
+        async with self._turns.setdefault(key, asyncio.Lock()):
+            yield
 
 
 def _step(fault: FaultHook | None, name: str) -> None:

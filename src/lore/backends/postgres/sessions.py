@@ -325,9 +325,10 @@ class PostgresSessions:
 
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
-        # The runtime's turn lock (an advisory lock per conversation) already holds every
-        # worker to one turn at a time here; nothing more to take.
-        yield
+        # An advisory lock per conversation: every worker on this database waits for it,
+        # and a worker killed mid-turn drops it with its connection.
+        async with self.locks.hold_async(f"turn:{key}"):
+            yield
 
 
 # (table, a unique key, the columns that may hold a copy of what the person said)
