@@ -109,10 +109,10 @@ def serve(home: Path, database_url: str = "") -> None:
         ports.append(sock.getsockname()[1])
         # Keep-alive longer than any wait under load: a pooled connection the server
         # closes just as a client reuses it is a client-side race, not what is measured.
-        config = uvicorn.Config(
+        settings = uvicorn.Config(
             app, log_level="error", lifespan="on", access_log=False, timeout_keep_alive=120
         )
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(settings)
         servers.append((server, sock))
     print(json.dumps({"lore": ports[0], "echo": ports[1]}), flush=True)
 

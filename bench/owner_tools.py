@@ -103,7 +103,7 @@ def main() -> None:
         pattern = re.compile("f7_3")
 
         def plain_grep() -> list[str]:
-            found = []
+            found: list[str] = []
             for folder, _, names in os.walk(project):
                 for name in names:
                     text = Path(folder, name).read_text(encoding="utf-8")

@@ -145,9 +145,11 @@ def search_sizes(
                 row[f"{name}_text"] = percentiles(bench.timed(text_only, asked))
                 if name == "postgres":
                     embedder = search.index.embedder
-                    row["embedding"] = percentiles(
-                        bench.timed(lambda q, e=embedder: e.embed_queries([q]), asked)
-                    )
+
+                    def embed(q: str, embedder: Any = embedder) -> object:
+                        return embedder.embed_queries([q])
+
+                    row["embedding"] = percentiles(bench.timed(embed, asked))
                     with lore.postgres.db.atomic() as conn:
                         conn.execute("DROP INDEX search_entries_embedding")
                     row["postgres_exact"] = percentiles(bench.timed(hybrid, asked))

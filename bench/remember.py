@@ -19,9 +19,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore import text
 from lore.backends.local.database import Database
 from lore.backends.local.memories import SQLiteMemoryStore
-from lore.memory import text
 
 SCOPE = "cli:default"
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -204,6 +204,7 @@ def open_lore(home: Path) -> Any:
 def build(home: Path, texts: Sequence[tuple[str, str]], vectors: np.ndarray) -> Any:
     """A home whose one scope holds len(texts) entries: half memories, half archived turns.
     `vectors` are real embeddings; entry i gets row i % len(vectors), perturbed."""
+    from lore.backends.local.search_index import SearchIndex
     from lore.ports.search import Entry
     from lore.search import searcher
 
@@ -222,6 +223,7 @@ def build(home: Path, texts: Sequence[tuple[str, str]], vectors: np.ndarray) -> 
         )
     search = searcher(lore)
     index = search.index
+    assert isinstance(index, SearchIndex)  # this benchmark measures the SQLite store
     search.refresh(files=False)  # Lore's own catch-up indexes the memories
     start = (NOW - timedelta(days=700)).timestamp()
     entries = [

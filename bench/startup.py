@@ -43,17 +43,18 @@ def _context_build(runs: int) -> tuple[list[float], list[float]]:
         workspace = lore.workspace.root
         (workspace / "SOUL.md").write_text("# Soul\n\nCurious and kind.\n" * 20)
         conversation.system_prompt()  # warm: open the database, load templates
-        build, raw = [], []
+        built: list[float] = []
+        raw: list[float] = []
         for _ in range(runs):
             start = time.perf_counter()
             conversation.system_prompt()
-            build.append((time.perf_counter() - start) * 1000)
+            built.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
             for name in ("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md"):
                 (workspace / name).read_text(encoding="utf-8")
             raw.append((time.perf_counter() - start) * 1000)
         asyncio.run(lore.aclose())
-    return build, raw
+    return built, raw
 
 
 def _home_with_history(home: Path, sessions: int) -> None:

@@ -127,3 +127,27 @@ def test_no_module_imports_itself_through_a_cycle() -> None:
         if module not in state:
             visit(module)
     assert cycles == []
+
+
+_FEATURES = ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")
+# Known exceptions, each a debt: purging a text asks search's sources of text; search's
+# time spans read reminders' words for times.
+_FEATURE_IMPORTS_KNOWN = {
+    ("lore.memory.purge", "lore.search"),
+    ("lore.memory.purge", "lore.search.sources"),
+    ("lore.search.timespan", "lore.reminders.phrases"),
+}
+
+
+def _feature(module: str) -> str | None:
+    return next((f for f in _FEATURES if module == f or module.startswith(f + ".")), None)
+
+
+def test_a_feature_imports_no_other_features_modules() -> None:
+    found = {
+        (module, imported)
+        for module, imports in GRAPH.items()
+        for imported in imports
+        if _feature(module) and _feature(imported) not in (None, _feature(module))
+    }
+    assert sorted(found - _FEATURE_IMPORTS_KNOWN) == []

@@ -22,6 +22,7 @@ from lore.backends.local.sessions import STEPS
 from lore.llm.base import Message
 from lore.runtime import Runtime
 from lore.sessions.closing import close_if_idle, close_session, recover_interrupted
+from tests import crash_runs
 
 KEY = "cli:default"
 MESSAGES: list[Message] = [
@@ -144,6 +145,36 @@ def test_a_process_killed_at_any_step_loses_nothing_and_heals(
     _index_lines(lore)
     recover_interrupted(lore, min_age=0)
     _assert_healed(lore, old_id)
+
+
+def _killed_closing(home: Path, step: str) -> None:
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(home), step],
+        env={**os.environ, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+@pytest.mark.parametrize("second", [None, "archive_tmp_written", "archive_written"])
+def test_a_new_killed_after_indexing_then_again_reclosing_leaves_each_message_once(
+    lore: Runtime, home: Path, second: str | None
+) -> None:
+    # The first /new dies after indexing, before clearing the session; the conversation
+    # goes on; a second /new dies before, while or after rewriting the transcript.
+    lore.session(KEY).append(MESSAGES[:2])
+    _killed_closing(home, "index_written")
+    lore.session(KEY).append(MESSAGES[2:])
+    if second is not None:
+        _killed_closing(home, second)
+    recover_interrupted(lore, min_age=0)
+    recover_interrupted(lore, min_age=0)
+    seen = crash_runs.messages_once(home)
+    assert [seen[str(m["content"])] for m in MESSAGES] == [1] * len(MESSAGES)
+    assert _archived_messages(lore) + lore.session(KEY).messages == MESSAGES
 
 
 def test_a_crash_after_indexing_is_finished_at_the_next_start(lore: Runtime) -> None:

@@ -25,7 +25,9 @@ OTHER = "cli:default"
 NOW = 1_800_000_000.0
 
 
-def rows_of(vectors: np.ndarray, first_id: int = 1, expires: float | None = None) -> list:
+def rows_of(
+    vectors: np.ndarray, first_id: int = 1, expires: float | None = None
+) -> list[tuple[int, float, bytes, float | None]]:
     scales, codes = quantise(vectors.astype(np.float32))
     return [
         (first_id + i, float(scales[i]), codes[i].tobytes(), expires) for i in range(len(codes))

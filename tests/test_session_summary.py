@@ -14,11 +14,12 @@ from lore.llm.scripted import ScriptedProvider
 from lore.memory.session_summary import (
     SUMMARY_PROMPT,
     read_summary_section,
+    schedule_summary,
     write_session_summary,
 )
 from lore.runtime import Runtime
 from lore.search import searcher
-from lore.sessions.closing import close_if_idle, close_session, schedule_summary
+from lore.sessions.closing import close_if_idle, close_session
 
 KEY = "cli:default"
 

@@ -92,11 +92,7 @@ class Bus:
         try:
             # FIFO: waiters are served in arrival order; another process's turn in the
             # same conversation (a terminal beside `lore serve`, another worker) is waited for.
-            async with (
-                queue.lock,
-                self.services.turn_lock(inbound.scope),
-                self.services.sessions.turn(inbound.scope),
-            ):
+            async with queue.lock, self.services.sessions.turn(inbound.scope):
                 if not inbound.respond:
                     self.turns.record(inbound)
                 elif is_command(inbound.text):

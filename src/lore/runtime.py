@@ -9,7 +9,7 @@ every channel sends its messages and receives its events.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from datetime import tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -237,7 +237,7 @@ class Runtime:
     def session(self, key: str) -> LiveSession:
         return self.sessions.live(key)
 
-    # -- one worker at a time: single-writer jobs and each conversation's turns ----------
+    # -- one worker at a time: single-writer jobs -----------------------------------------
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         if self.postgres is not None:
@@ -247,12 +247,6 @@ class Runtime:
         from lore.files import try_lock
 
         return try_lock(path)
-
-    def turn_lock(self, scope: str) -> AbstractAsyncContextManager[None]:
-        # On one host the bus's own queue already runs a scope's turns one at a time.
-        if self.postgres is None:
-            return nullcontext()
-        return self.postgres.locks.hold_async(f"turn:{scope}")
 
     # -- features -------------------------------------------------------------------------
 

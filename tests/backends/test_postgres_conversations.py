@@ -185,12 +185,15 @@ def test_a_reply_streaming_when_its_worker_is_killed_is_kept_as_interrupted(
 
 
 _MID_TURN = """
-import sys, time
-from lore.backends.postgres.locks import LockHub
-hub = LockHub(sys.argv[1])
-with hub.hold("turn:telegram:42"):
-    print("ready", flush=True)
-    time.sleep(600)
+import asyncio, sys, time
+from lore.backends.postgres.backend import PostgresBackend
+
+async def mid_turn() -> None:
+    async with PostgresBackend(sys.argv[1]).sessions.turn("telegram:42"):
+        print("ready", flush=True)
+        time.sleep(600)
+
+asyncio.run(mid_turn())
 """
 
 

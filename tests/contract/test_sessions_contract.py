@@ -3,6 +3,7 @@ reset, lock), the archive and its index, close and recover, and presence."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -426,6 +427,66 @@ def test_a_reclosed_session_keeps_its_transcript_path_and_earlier_summary(
     assert sessions.archive.read_messages(entry) == (MESSAGES, 6)
 
 
+def _every_message(sessions: SessionStore) -> list[Message]:
+    """Every message of the live session and the indexed archives, in that order."""
+    found = [m for e in sessions.archive.entries() for m in sessions.archive.read_messages(e)[0]]
+    return found + sessions.live(KEY).messages
+
+
+def test_a_reclose_stopped_after_rewriting_its_transcript_is_finished_by_recover_once(
+    sessions: SessionStore,
+) -> None:
+    sessions.live(KEY).append(MESSAGES[:2])
+    old_id = sessions.live(KEY).meta.session_id
+    with pytest.raises(Crash):
+        close(sessions, fault=crash_at("index_written"))  # indexed, never cleared
+    sessions.live(KEY).append(MESSAGES[2:])
+    with pytest.raises(Crash):
+        close(sessions, fault=crash_at("archive_written"))  # rewritten, not indexed again
+    for _ in range(2):  # a second pass finds nothing left to do
+        sessions.recover(min_age=0)
+        (entry,) = sessions.archive.entries()
+        assert (entry.session_id, entry.message_count, entry.summary) == (old_id, 6, "pending")
+        assert sessions.archive.read_messages(entry) == (MESSAGES, 6)
+        fresh = sessions.live(KEY)
+        assert fresh.messages == [] and fresh.meta.session_id != old_id
+
+
+def test_messages_added_after_a_close_stopped_once_indexed_stay_live_and_only_there(
+    sessions: SessionStore,
+) -> None:
+    sessions.live(KEY).append(MESSAGES[:2])
+    old_id = sessions.live(KEY).meta.session_id
+    with pytest.raises(Crash):
+        close(sessions, fault=crash_at("index_written"))
+    sessions.live(KEY).append(MESSAGES[2:])  # another process went on in the conversation
+    sessions.live(KEY).mark(4, seen=True)
+    for _ in range(2):
+        sessions.recover(min_age=0)
+        (entry,) = sessions.archive.entries()
+        assert sessions.archive.read_messages(entry) == (MESSAGES[:2], 2)
+        live = sessions.live(KEY)
+        assert live.meta.session_id != old_id
+        assert live.messages == [*MESSAGES[2:4], {**MESSAGES[4], "seen": True}, MESSAGES[5]]
+    assert len(_every_message(sessions)) == len(MESSAGES)
+
+
+async def test_recover_leaves_a_conversation_with_a_turn_under_way_for_its_next_pass(
+    backend: Backend,
+) -> None:
+    sessions = backend.sessions
+    sessions.live(KEY).append(MESSAGES[:2])
+    old_id = sessions.live(KEY).meta.session_id
+    with pytest.raises(Crash):
+        close(sessions, fault=crash_at("index_written"))
+    sessions.live(KEY).append(MESSAGES[2:])
+    async with backend.reopen().sessions.turn(KEY):  # another worker is answering there
+        sessions.recover(min_age=0)
+        assert sessions.live(KEY).meta.session_id == old_id
+    sessions.recover(min_age=0)
+    assert sessions.live(KEY).messages == MESSAGES[2:]
+
+
 # -- presence ---------------------------------------------------------------------------
 
 
@@ -447,3 +508,23 @@ async def test_a_turn_is_held_per_key_and_free_again_after(sessions: SessionStor
         pass
     async with sessions.turn(KEY):  # released: held again at once
         pass
+
+
+async def test_a_turn_held_by_another_process_is_waited_for_until_released(
+    backend: Backend,
+) -> None:
+    other = backend.reopen().sessions  # another process or worker on the same storage
+    entered: list[str] = []
+
+    async def second_turn() -> None:
+        async with other.turn(KEY):
+            entered.append("second")
+
+    async with backend.sessions.turn(KEY):
+        waiting = asyncio.create_task(second_turn())
+        async with other.turn(GROUP):  # another conversation's turn goes ahead
+            entered.append("group")
+        await asyncio.sleep(0.3)
+        assert entered == ["group"]  # the second turn of KEY still waits
+    await asyncio.wait_for(waiting, timeout=10)
+    assert entered == ["group", "second"]

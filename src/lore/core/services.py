@@ -6,7 +6,7 @@ this Protocol, so they never import the composition root, a backend or a channel
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from contextlib import AbstractContextManager
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Protocol
 
@@ -103,8 +103,4 @@ class Services(Protocol):
         """Run `job` (Dream, the idle closer, one conversation's consolidation) on one
         worker at a time: yields False at once when another holds it. On one host the
         lock file `path` (None: no lock needed there); on PostgreSQL an advisory lock."""
-        ...
-
-    def turn_lock(self, scope: str) -> AbstractAsyncContextManager[None]:
-        """Held around each turn of `scope`: one turn at a time across every worker."""
         ...

@@ -1,5 +1,6 @@
 """The memory feature: remember/forget, the memory block in every prompt, MEMORY.md,
-recent and archived history, extraction and consolidation after each turn, Dream."""
+recent and archived history, extraction and consolidation after each turn, a summary of
+each closed session, Dream."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from lore.core.tools import ToolContext
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
+    from lore.ports.sessions import ArchivedSession
 
 __all__ = ["memory_feature"]
 
@@ -20,6 +22,7 @@ def memory_feature(lore: Services) -> Feature:
     from lore.memory.commands import dream_commands, memory_commands
     from lore.memory.consolidation import consolidate_after_turn
     from lore.memory.lifecycle import archived_summary_section, recent_history_section
+    from lore.memory.session_summary import schedule_summary
     from lore.memory.tools import ForgetTool, RememberTool
 
     def memory_sections(ctx: ToolContext) -> str | None:
@@ -33,6 +36,9 @@ def memory_feature(lore: Services) -> Feature:
 
     async def consolidation(turn: CompletedTurn, emit: Emit) -> None:
         await consolidate_after_turn(lore, turn, emit)
+
+    def summarise(entry: ArchivedSession, emit: Emit | None) -> None:
+        schedule_summary(lore, entry, emit=emit)
 
     after: list[AfterTurn] = []
     if lore.config.extraction.enabled:
@@ -50,6 +56,7 @@ def memory_feature(lore: Services) -> Feature:
         commands=[*memory_commands(), *dream_commands()],
         sections=sections,
         after_turn=after,
+        session_closed=[summarise],
     )
 
 

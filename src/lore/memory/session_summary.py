@@ -34,12 +34,19 @@ if TYPE_CHECKING:
 
     from lore.clock import Clock
     from lore.config import Config
+    from lore.core.background import Background
+    from lore.events import Emit
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.notes import HistoryLog, NotesStore, Workspace
     from lore.ports.sessions import LiveSession, SessionStore
 
-__all__ = ["SUMMARY_PROMPT", "read_summary_section", "write_session_summary"]
+__all__ = [
+    "SUMMARY_PROMPT",
+    "read_summary_section",
+    "schedule_summary",
+    "write_session_summary",
+]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +100,33 @@ class SummaryServices(Protocol):
     def sessions(self) -> SessionStore: ...
 
     def session(self, key: str) -> LiveSession: ...
+
+
+class ScheduleServices(SummaryServices, Protocol):
+    """What scheduling a summary in the background uses."""
+
+    @property
+    def background(self) -> Background: ...
+
+
+def schedule_summary(
+    lore: ScheduleServices, entry: ArchivedSession, *, emit: Emit | None = None
+) -> None:
+    """Write a closed session's summary in the background (one at a time, once)."""
+    name = f"session-summary:{entry.session_id}"
+    if lore.background.has(name):
+        return  # already on its way (recovery finds it pending until it is written)
+
+    def report(exc: BaseException) -> None:
+        if emit is not None:
+            from lore.events import Notice
+
+            emit(Notice(f"session summary failed: {exc}", "warning"))
+
+    async def job() -> None:
+        await write_session_summary(lore, entry)
+
+    lore.background.spawn(job, name=name, key="session-summary", on_error=report)
 
 
 @dataclass(frozen=True)

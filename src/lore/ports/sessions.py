@@ -27,6 +27,7 @@ __all__ = [
     "SessionMeta",
     "SessionStore",
     "close_in_steps",
+    "finish_close",
 ]
 
 FaultHook = Callable[[str], None]
@@ -203,10 +204,12 @@ class SessionStore(Protocol):
         keeps the summary linked before and marks the summary pending."""
 
     def recover(self, *, min_age: float = 60.0) -> list[ArchivedSession]:
-        """Finish what a crash during a close left (index a transcript whose session moved
-        on, reset a live session already indexed whole; an archive the live session may
-        still grow into is kept for its next close); the closed sessions whose summary is
-        still pending."""
+        """Finish what a crash during a close left, so that no message is both live and
+        in an indexed archive, and running it again changes nothing: index a transcript
+        whose session moved on; finish each live session's stopped close with
+        `finish_close` (skipping a conversation with a turn under way: the next pass
+        takes it); an unindexed archive the live session grew past is kept for its next
+        close. Returns the closed sessions whose summary is still pending."""
 
     def attach(self, key: str) -> AbstractContextManager[bool]:
         """Mark `key` as shown live by this process (a terminal) while held; yields
@@ -224,8 +227,10 @@ class SessionStore(Protocol):
         forget everywhere rewrites those files itself."""
 
     def turn(self, key: str) -> AbstractAsyncContextManager[None]:
-        """Held while one turn of `key` runs, across processes: a terminal and `lore serve`
-        sharing a conversation (the owner's, across channels) take turns in it."""
+        """The conversation's one turn lock, held while a turn of `key` runs: every process
+        and worker on this storage waits for it (a terminal beside `lore serve`, gateway
+        workers behind a load balancer), another holder in this process included; other
+        keys never wait. A holder that dies releases it."""
 
 
 class ClosingArchive(Protocol):
@@ -294,16 +299,58 @@ def close_in_steps(
             return entry  # closed by another process meanwhile; nothing left to clear
         if len(session.messages) != len(messages):
             raise SessionError(f"session {session.key} changed while locked")
-        session.reset()
-        if reason == "idle":
-            session.update_meta(
-                extra={
-                    "previous_session_id": entry.session_id,
-                    "previous_transcript": entry.transcript_path,
-                }
-            )
+        _start_after(session, entry, reason)
     _step(fault, "session_reset")
     return entry
+
+
+def finish_close(archive: ClosingArchive, session: LiveSession, written: ArchivedSession) -> bool:
+    """What `recover` does for a live session whose transcript a stopped close stored
+    (`written`: the transcript as last stored, which may be newer than the index says),
+    so that no message is left both live and in an indexed archive:
+
+    - the live session holds exactly the transcript: index it (again, when the index
+      names an older count) and start the session afresh, as the close would have;
+    - the session grew since and the transcript is indexed (readers see it): the archive
+      keeps the messages it holds, the session starts afresh with the ones that came
+      after (their order, times and flags kept);
+    - the session grew since and nothing is indexed: left for its next close, which
+      rewrites the transcript whole (nobody reads it meanwhile).
+
+    The caller makes sure no turn is under way in the conversation (the messages after the
+    transcript move). Running it again changes nothing. True when the session moved on."""
+    with session.locked():
+        session.refresh()
+        if session.meta.session_id != written.session_id:
+            return False
+        messages = list(session.messages)
+        stored = written.message_count
+        indexed = archive.get(written.session_id)
+        if len(messages) < stored or (len(messages) > stored and indexed is None):
+            return False
+        if indexed is None or indexed.message_count != stored:
+            archive.append_index(written)
+        updated_at, consolidated = session.meta.updated_at, session.meta.last_consolidated
+        _start_after(session, written, written.reason)
+        if len(messages) > stored:
+            session.append(messages[stored:], touch=False)
+            session.update_meta(
+                updated_at=updated_at, last_consolidated=max(0, consolidated - stored)
+            )
+    return True
+
+
+def _start_after(session: LiveSession, entry: ArchivedSession, reason: str) -> None:
+    """Start the session afresh once `entry` holds its messages; after an idle close the
+    fresh session points back at the one it follows."""
+    session.reset()
+    if reason == "idle":
+        session.update_meta(
+            extra={
+                "previous_session_id": entry.session_id,
+                "previous_transcript": entry.transcript_path,
+            }
+        )
 
 
 def _step(fault: FaultHook | None, name: str) -> None:

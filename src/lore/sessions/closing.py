@@ -1,10 +1,10 @@
-"""Closing a live session (/new, idle close), then telling the features (a summary).
+"""Closing a live session (/new, idle close), then telling the features (the memory
+feature writes a summary in the background, which never holds up the reply).
 
 The sessions store does the crash-safe part (archive → index → reset, under the
 session's lock; `recover` finishes what a crash left). This module decides when: /new,
 or a session idle longer than `consolidation.idle_minutes`, checked when a chat starts
-and every minute by `lore serve`. The summary is written afterwards in the background
-and never holds up the reply.
+and every minute by `lore serve`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from lore.memory.session_summary import SummaryServices
 from lore.ports.sessions import ArchivedSession, FaultHook
 from lore.text import slugify
 
 if TYPE_CHECKING:
-    from lore.core.background import Background
+    from contextlib import AbstractContextManager
+    from datetime import tzinfo
+    from pathlib import Path
+
+    from lore.clock import Clock
+    from lore.config import Config
     from lore.core.feature import Feature
     from lore.events import Emit
-    from lore.ports.sessions import LiveSession
+    from lore.ports.sessions import LiveSession, SessionStore
 
 __all__ = [
     "close_idle_sessions",
@@ -31,18 +35,29 @@ __all__ = [
     "idle_close_forever",
     "new_session",
     "recover_interrupted",
-    "schedule_summary",
     "session_closed",
 ]
 
 log = logging.getLogger(__name__)
 
 
-class ClosingServices(SummaryServices, Protocol):
-    """What closing sessions uses (and the summary it schedules)."""
+class ClosingServices(Protocol):
+    """What closing sessions uses; what follows a close is the features' (a summary)."""
+
+    config: Config
+    clock: Clock
 
     @property
-    def background(self) -> Background: ...
+    def zone(self) -> tzinfo: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    def session(self, key: str) -> LiveSession: ...
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """`job` on one worker at a time (see lore.core.services.Services)."""
+        ...
 
     @property
     def features(self) -> list[Feature]: ...
@@ -148,28 +163,6 @@ def session_closed(lore: ClosingServices, entry: ArchivedSession, emit: Emit | N
     for feature in lore.features:
         for hook in feature.session_closed:
             hook(entry, emit)
-
-
-def schedule_summary(
-    lore: ClosingServices, entry: ArchivedSession, *, emit: Emit | None = None
-) -> None:
-    """Write the session's summary in the background (one at a time, once)."""
-    from lore.memory.session_summary import write_session_summary
-
-    name = f"session-summary:{entry.session_id}"
-    if lore.background.has(name):
-        return  # already on its way (recovery finds it pending until it is written)
-
-    def report(exc: BaseException) -> None:
-        if emit is not None:
-            from lore.events import Notice
-
-            emit(Notice(f"session summary failed: {exc}", "warning"))
-
-    async def job() -> None:
-        await write_session_summary(lore, entry)
-
-    lore.background.spawn(job, name=name, key="session-summary", on_error=report)
 
 
 def recover_interrupted(lore: ClosingServices, *, min_age: float = 60.0) -> list[ArchivedSession]:

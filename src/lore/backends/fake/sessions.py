@@ -4,6 +4,7 @@ and `recover` finishing what an exception at any step left."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -14,7 +15,14 @@ from typing import Any
 from lore.backends.fake.live import FakeLiveSession, LiveState
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta, close_in_steps
+from lore.ports.sessions import (
+    ArchivedSession,
+    FaultHook,
+    LiveSession,
+    SessionMeta,
+    close_in_steps,
+    finish_close,
+)
 
 __all__ = ["FakeArchive", "FakeSessions"]
 
@@ -105,6 +113,11 @@ class FakeArchive:
         self._index[entry.session_id] = entry
         self._changes += 1
 
+    def written(self, session_id: str) -> ArchivedSession | None:
+        """The session's transcript as last stored (its index entry may be older)."""
+        stored = self._transcripts.get(session_id)
+        return None if stored is None else stored[0]
+
     def unindexed(self) -> list[ArchivedSession]:
         """Transcripts written but never indexed (a close stopped in between)."""
         return [entry for sid, (entry, _) in self._transcripts.items() if sid not in self._index]
@@ -116,11 +129,13 @@ class FakeSessions:
             self._archive = FakeArchive()
             self._live: dict[str, LiveState] = {}
             self._attached: set[str] = set()
+            self._turns: dict[str, asyncio.Lock] = {}
         else:  # another process on the same storage: its own handles on the same state
-            self._archive, self._live, self._attached = (
+            self._archive, self._live, self._attached, self._turns = (
                 shared._archive,
                 shared._live,
                 shared._attached,
+                shared._turns,
             )
         self._handles: dict[str, FakeLiveSession] = {}
 
@@ -173,19 +188,19 @@ class FakeSessions:
             live = self.live_meta(entry.key)
             if live is None or live.session_id != entry.session_id:
                 self._archive.append_index(entry)
-        for state in self._live.values():
-            indexed = self._archive.get(state.meta.session_id)
-            if indexed is not None:
-                session = FakeLiveSession(state)
-                with session.locked():
-                    session.refresh()
-                    if len(session.messages) == indexed.message_count:
-                        session.reset()  # indexed but never cleared: finish the close
+        for key, state in list(self._live.items()):
+            written = self._archive.written(state.meta.session_id)
+            if written is not None and not self._turn_under_way(key):
+                finish_close(self._archive, FakeLiveSession(state), written)
         return [
             entry
             for entry in self._archive.entries()
             if entry.summary == "pending" and self._closed(entry)
         ]
+
+    def _turn_under_way(self, key: str) -> bool:
+        lock = self._turns.get(key)
+        return lock is not None and lock.locked()
 
     def _closed(self, entry: ArchivedSession) -> bool:
         live = self.live_meta(entry.key)
@@ -222,7 +237,9 @@ class FakeSessions:
 
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
-        yield  # one process: the bus's queue already runs one turn at a time
+        # Shared with every reopened handle, as another process's turn would be.
+        async with self._turns.setdefault(key, asyncio.Lock()):
+            yield
 
 
 def _step(fault: FaultHook | None, name: str) -> None:

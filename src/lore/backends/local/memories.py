@@ -3,7 +3,8 @@
 A memory is one short fact in one conversation scope. Updating supersedes (the old
 version stays in the history, out of every prompt); forgetting erases the text of every
 version from the table, the search index and the audit history, then checkpoints the WAL
-so no copy of it survives in the database files. Every change is audited.
+so no copy of it survives in the database files. Every change is audited. The write
+flow is `lore.backends.memory_writes` (shared with PostgreSQL); the SQL under it is here.
 """
 
 from __future__ import annotations
@@ -11,27 +12,23 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
 from lore.backends.local.database import Database
-from lore.errors import InvalidInputError, NotFoundError
+from lore.backends.memory_writes import MemoryWrites
+from lore.errors import NotFoundError
 from lore.ports.memories import (
-    KINDS,
     ActivePage,
     AuditEntry,
     Draft,
-    ImportResult,
     Memory,
     Source,
-    check_write,
     clean_author,
     content_key,
     iso,
-    make_draft,
-    parse_record,
     valid_id,
 )
 from lore.text import index_terms, match_expression
@@ -42,99 +39,13 @@ _LIVE = "status = 'active' AND (expires_at IS NULL OR expires_at > :now)"
 _BLOCK_ORDER = "(kind = 'profile') DESC, updated_at DESC, id DESC"
 
 
-class SQLiteMemoryStore:
+class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
     """Memories, per scope. Each public write is one transaction."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    # -- writing ------------------------------------------------------------------------
-
-    def remember(
-        self,
-        scope: str,
-        content: str,
-        *,
-        kind: str = "fact",
-        keywords: Iterable[str] = (),
-        author: str,
-        via: str,
-        now: datetime,
-        source: Source | None = None,
-        expires_at: datetime | None = None,
-    ) -> tuple[Memory, bool]:
-        """Store a fact; an exact duplicate in the scope returns the existing memory and False."""
-        check_write(scope, via)
-        draft = make_draft(content, kind, keywords, author, source, expires_at)
-        with self._db.atomic() as conn:
-            existing = self._duplicate(conn, scope, draft.content)
-            if existing is not None:
-                if existing.expires_at is None or existing.expires_at > now:
-                    return existing, False
-                # Noted again after it lapsed: the new version replaces the expired one.
-                return self._replace(conn, existing, draft, via, now), True
-            new_id = self._insert(conn, scope, draft, now, now)
-            self._audit(conn, new_id, scope, "add", draft.author, via, now, draft.detail())
-            return self._row(conn, new_id), True
-
-    def supersede(
-        self,
-        scope: str,
-        memory_id: int,
-        content: str,
-        *,
-        kind: str | None = None,
-        keywords: Iterable[str] | None = None,
-        author: str,
-        via: str,
-        now: datetime,
-        source: Source | None = None,
-        expires_at: datetime | None = None,
-    ) -> Memory:
-        """Replace an active memory with a new version; the old one stays in the history."""
-        check_write(scope, via)
-        with self._db.atomic() as conn:
-            old = self._live(scope, memory_id)
-            words = old.keywords if keywords is None else keywords
-            # A kind from before kinds were fixed becomes "fact" when the memory changes.
-            kind = kind or (old.kind if old.kind in KINDS else "fact")
-            draft = make_draft(content, kind, words, author, source, expires_at)
-            twin = self._duplicate(conn, scope, draft.content)
-            if twin is not None and twin.id != old.id:
-                raise InvalidInputError(f"#{twin.id} already says exactly that")
-            return self._replace(conn, old, draft, via, now)
-
-    def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
-        """Erase a memory and every earlier version of it; returns the erased ids."""
-        check_write(scope, via)
-        with self._db.atomic() as conn:
-            memory = self._live(scope, memory_id)
-            chain = [
-                int(row[0])
-                for row in conn.execute(
-                    "WITH RECURSIVE chain(id) AS (SELECT ? UNION ALL SELECT m.id FROM memories m"
-                    " JOIN chain c ON m.superseded_by = c.id) SELECT id FROM chain",
-                    (memory.id,),
-                )
-            ]
-            marks = ",".join("?" * len(chain))
-            conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", chain)
-            conn.execute(
-                "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
-                f" status = 'forgotten', updated_at = ? WHERE id IN ({marks})",
-                [iso(now), *chain],
-            )
-            conn.execute(
-                f"UPDATE memory_audit SET detail = NULL WHERE memory_id IN ({marks})", chain
-            )
-            self._audit(conn, memory.id, scope, "forget", by, via, now, {"erased": chain})
-            # FTS5 before 3.42 keeps a deleted row's tokens in its segments (and writes them
-            # again as a tombstone) until a merge; only a full merge guarantees they are gone.
-            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-        if not self._db.conn.in_transaction:
-            # The WAL still holds the old pages; fold it in and truncate it.
-            self._db.checkpoint()
-        return chain
+    # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
 
     def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
         """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
@@ -155,51 +66,6 @@ class SQLiteMemoryStore:
         ]
         return memories, audits
 
-    def erase(
-        self,
-        memory_ids: Sequence[int],
-        audit_ids: Sequence[int],
-        *,
-        by: str,
-        via: str,
-        now: datetime,
-    ) -> None:
-        """Erase these memories' text and these audit details, whatever their scope and
-        state (forget everywhere: the owner's purge of a text)."""
-        with self._db.atomic() as conn:
-            if memory_ids:
-                marks = ",".join("?" * len(memory_ids))
-                conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", memory_ids)
-                conn.execute(
-                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
-                    f" status = 'forgotten', updated_at = ? WHERE id IN ({marks})",
-                    [iso(now), *memory_ids],
-                )
-                conn.execute(
-                    f"UPDATE memory_audit SET detail = NULL WHERE memory_id IN ({marks})",
-                    memory_ids,
-                )
-                scopes = conn.execute(
-                    f"SELECT id, scope FROM memories WHERE id IN ({marks})", memory_ids
-                ).fetchall()
-                for row in scopes:
-                    self._audit(
-                        conn,
-                        row["id"],
-                        row["scope"],
-                        "forget",
-                        by,
-                        via,
-                        now,
-                        {"erased": [row["id"]]},
-                    )
-            if audit_ids:
-                marks = ",".join("?" * len(audit_ids))
-                conn.execute(
-                    f"UPDATE memory_audit SET detail = NULL WHERE id IN ({marks})", audit_ids
-                )
-            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-
     @contextmanager
     def batch(self) -> Iterator[None]:
         with self._db.atomic():
@@ -209,30 +75,6 @@ class SQLiteMemoryStore:
 
     def compact(self) -> bool:
         return self._db.vacuum()
-
-    def import_(
-        self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
-    ) -> ImportResult:
-        """Read `export` lines back; all or nothing. Ids are kept when free."""
-        check_write(scope, via)
-        records = [parse_record(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-        added: list[int] = []
-        present: list[int] = []
-        with self._db.atomic() as conn:
-            for record in records:
-                existing = self._duplicate(conn, scope, record.draft.content)
-                if existing is not None:
-                    present.append(existing.id)
-                    continue
-                wanted = record.memory_id
-                if wanted is not None and self._exists(conn, wanted):
-                    wanted = None
-                new_id = self._insert(
-                    conn, scope, record.draft, record.created_at, record.updated_at, wanted
-                )
-                self._audit(conn, new_id, scope, "import", by, via, now, record.draft.detail())
-                added.append(new_id)
-        return ImportResult(added, present)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -330,18 +172,58 @@ class SQLiteMemoryStore:
         )
         return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
 
-    # -- internals ----------------------------------------------------------------------
+    # -- the SQL of the write flow ------------------------------------------------------
 
-    def _replace(
-        self, conn: sqlite3.Connection, old: Memory, draft: Draft, via: str, now: datetime
-    ) -> Memory:
-        conn.execute("UPDATE memories SET status = 'superseded' WHERE id = ?", (old.id,))
-        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (old.id,))
-        new_id = self._insert(conn, old.scope, draft, old.created_at, now)
-        conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (new_id, old.id))
-        detail = draft.detail(replaces=old.id)
-        self._audit(conn, new_id, old.scope, "update", draft.author, via, now, detail)
-        return self._row(conn, new_id)
+    def _writing(self, scope: str | None) -> AbstractContextManager[sqlite3.Connection]:
+        return self._db.atomic()  # one writer at a time on the whole database
+
+    def _retire(self, conn: sqlite3.Connection, memory_id: int) -> None:
+        conn.execute("UPDATE memories SET status = 'superseded' WHERE id = ?", (memory_id,))
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory_id,))
+
+    def _link(self, conn: sqlite3.Connection, old_id: int, new_id: int) -> None:
+        conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (new_id, old_id))
+
+    def _chain(self, conn: sqlite3.Connection, memory_id: int) -> list[int]:
+        rows = conn.execute(
+            "WITH RECURSIVE chain(id) AS (SELECT ? UNION ALL SELECT m.id FROM memories m"
+            " JOIN chain c ON m.superseded_by = c.id) SELECT id FROM chain",
+            (memory_id,),
+        )
+        return [int(row[0]) for row in rows]
+
+    def _erase(
+        self, conn: sqlite3.Connection, memory_ids: list[int], now: datetime
+    ) -> list[tuple[int, str]]:
+        marks = ",".join("?" * len(memory_ids))
+        erased = [
+            (int(row["id"]), str(row["scope"]))
+            for row in conn.execute(
+                f"SELECT id, scope FROM memories WHERE id IN ({marks})", memory_ids
+            )
+        ]
+        conn.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", memory_ids)
+        conn.execute(
+            "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+            f" status = 'forgotten', updated_at = ? WHERE id IN ({marks})",
+            [iso(now), *memory_ids],
+        )
+        conn.execute(
+            f"UPDATE memory_audit SET detail = NULL WHERE memory_id IN ({marks})", memory_ids
+        )
+        # FTS5 before 3.42 keeps a deleted row's tokens in its segments (and writes them
+        # again as a tombstone) until a merge; only a full merge guarantees they are gone.
+        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        return erased
+
+    def _erased(self) -> None:
+        if not self._db.conn.in_transaction:
+            # The WAL still holds the old pages; fold it in and truncate it.
+            self._db.checkpoint()
+
+    def _clear_audits(self, conn: sqlite3.Connection, audit_ids: list[int]) -> None:
+        marks = ",".join("?" * len(audit_ids))
+        conn.execute(f"UPDATE memory_audit SET detail = NULL WHERE id IN ({marks})", audit_ids)
 
     def _insert(
         self,
@@ -414,14 +296,6 @@ class SQLiteMemoryStore:
             (scope, content_key(content)),
         ).fetchone()
         return None if row is None else _memory(row)
-
-    def _live(self, scope: str, memory_id: int) -> Memory:
-        memory = self.get(scope, memory_id)
-        if memory.status == "superseded":
-            raise InvalidInputError(
-                f"#{memory_id} is an old version, replaced by #{memory.superseded_by}"
-            )
-        return memory
 
     def _row(self, conn: sqlite3.Connection, memory_id: int) -> Memory:
         return _memory(conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone())

@@ -15,7 +15,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,14 @@ from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
 from lore.files import atomic_write, try_lock
 from lore.keys import key_to_filename
-from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionMeta, close_in_steps
+from lore.ports.sessions import (
+    CLOSE_STEPS,
+    ArchivedSession,
+    FaultHook,
+    SessionMeta,
+    close_in_steps,
+    finish_close,
+)
 from lore.ports.sessions import LiveSession as LiveSessionPort
 
 __all__ = ["STEPS", "LocalSessions"]
@@ -134,6 +141,7 @@ class LocalSessions:
             changed = True
         indexed = {entry.session_id: entry for entry in archive.entries()}
         in_index = {entry.transcript_path.rsplit("/", 1)[-1] for entry in indexed.values()}
+        written: dict[str, ArchivedSession] = {}  # unindexed transcripts of live sessions
         for path in archive.transcripts():
             if path.name in in_index:
                 continue  # indexed: nothing to finish, no need to open it
@@ -146,29 +154,44 @@ class LocalSessions:
                 continue
             live = self.live_meta(entry.key)
             if live is not None and live.session_id == entry.session_id:
-                continue  # still live: its next close reuses this file
+                written[entry.session_id] = entry  # still live: finished below, or kept
+                continue
             archive.append_index(entry)
             indexed[entry.session_id] = entry
             changed = True
+        busy = False
         for key in self.live_keys():
             live = self.live_meta(key)
-            if live is None or live.session_id not in indexed:
+            if live is None:
                 continue
-            entry = indexed[live.session_id]
-            session = self.live(key)
-            with session.locked():
-                session.refresh()
-                if (
-                    session.meta.session_id == entry.session_id
-                    and len(session.messages) == entry.message_count
-                ):
-                    session.reset()  # indexed but never cleared: finish the close
+            stored = written.get(live.session_id) or self._as_written(indexed.get(live.session_id))
+            if stored is None:
+                continue
+            with self._turn_free(key) as free:
+                if not free:
+                    busy = True  # a turn is under way there: the next pass finishes it
+                    continue
+                if finish_close(archive, self.live(key), stored):
+                    indexed[stored.session_id] = stored
                     changed = True
         pending = self._still_pending(indexed.values())
         young = bool(archive.temp_files())  # another close under way: look again next time
-        if not changed and not young:
+        if not changed and not young and not busy:
             _write_marker(marker, stamp, pending)
         return pending
+
+    def _as_written(self, entry: ArchivedSession | None) -> ArchivedSession | None:
+        """An indexed transcript as its file says it was last written (a close that
+        stopped after rewriting it has not indexed its new count yet)."""
+        if entry is None:
+            return None
+        data = self.archive.read_metadata(self.archive.resolve(entry.transcript_path))
+        if data is None or data.get("session_id") != entry.session_id:
+            return None
+        try:
+            return ArchivedSession.from_dict(data)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def _still_pending(self, entries: Iterable[ArchivedSession]) -> list[ArchivedSession]:
         """Sessions whose summary is pending and whose conversation has moved on (each
@@ -226,13 +249,16 @@ class LocalSessions:
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
         # Tried, not waited for in a thread: a cancelled wait must leave no lock behind.
-        path = self.dir / key_to_filename(key, ".turn.lock")
         while True:
-            with try_lock(path) as free:
+            with self._turn_free(key) as free:
                 if free:
                     yield
                     return
             await asyncio.sleep(_TURN_POLL)
+
+    def _turn_free(self, key: str) -> AbstractContextManager[bool]:
+        """Hold the conversation's turn if nobody (here or elsewhere) is running one."""
+        return try_lock(self.dir / key_to_filename(key, ".turn.lock"))
 
 
 def _read_marker(marker: Path, stamp: list[int]) -> list[ArchivedSession] | None:

@@ -137,29 +137,8 @@ class PostgresDatabase:
 
     def lock(self, conn: Connection, name: str) -> None:
         """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are
-        shared with `exclusive`: one name is one lock)."""
+        shared with the lock hub's: one name is one lock)."""
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_NAMESPACE, advisory_key(name)))
-
-    @contextmanager
-    def exclusive(self, name: str, *, wait: bool = True) -> Iterator[bool]:
-        """Hold the advisory lock `name` for the whole block, across transactions: one
-        turn of a conversation, one Dream run, whichever worker runs it. Other workers
-        asking for `name` wait, or with `wait=False` get False at once (and should skip
-        the job). The lock lives on one pooled connection, kept for the block, so
-        PostgreSQL drops it by itself when the holder dies."""
-        key = (_LOCK_NAMESPACE, advisory_key(name))
-        with self._pool.connection() as conn:
-            if wait:
-                conn.execute("SELECT pg_advisory_lock(%s, %s)", key)
-                held = True
-            else:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS held", key).fetchone()
-                held = row is not None and bool(row["held"])
-            try:
-                yield held
-            finally:
-                if held:
-                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
 
     def vacuum(self, tables: Sequence[str]) -> bool:
         """Rewrite these tables (VACUUM FULL) so no old row version keeps erased text;

@@ -4,13 +4,14 @@ The same semantics as the SQLite store: updating supersedes (the old version sta
 the history), forgetting erases the text of every version from the table, the index
 terms and the audit history, and every change is audited. Writes to one scope are
 serialised by an advisory lock on the scope, so two workers noting the same fact at
-once end with one memory, as one SQLite writer would.
+once end with one memory, as one SQLite writer would. The write flow is
+`lore.backends.memory_writes` (shared with SQLite); the SQL under it is here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from lore.backends.memory_writes import MemoryWrites
 from lore.backends.postgres.bm25 import (
     ColumnWeights,
     TableStatistics,
@@ -26,20 +28,16 @@ from lore.backends.postgres.bm25 import (
 )
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.tsquery import ts_query, ts_terms
-from lore.errors import InvalidInputError, NotFoundError
+from lore.errors import NotFoundError
 from lore.ports.memories import (
     ActivePage,
     AuditEntry,
     Draft,
-    ImportResult,
     Memory,
     Source,
-    check_write,
     clean_author,
     content_key,
     iso,
-    make_draft,
-    parse_record,
     valid_id,
 )
 from lore.text import index_terms
@@ -57,93 +55,14 @@ _TERMS = (
 )
 
 
-class PostgresMemoryStore:
+class PostgresMemoryStore(MemoryWrites[Connection]):
     """Memories, per scope. Each public write is one transaction."""
 
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
         self._statistics = TableStatistics()
 
-    # -- writing ------------------------------------------------------------------------
-
-    def remember(
-        self,
-        scope: str,
-        content: str,
-        *,
-        kind: str = "fact",
-        keywords: Iterable[str] = (),
-        author: str,
-        via: str,
-        now: datetime,
-        source: Source | None = None,
-        expires_at: datetime | None = None,
-    ) -> tuple[Memory, bool]:
-        """Store a fact; an exact duplicate in the scope returns the existing memory and False."""
-        check_write(scope, via)
-        iso(now)  # aware, or a clear error before anything is written
-        draft = make_draft(content, kind, keywords, author, source, expires_at)
-        with self._writing(scope) as conn:
-            existing = self._duplicate(conn, scope, draft.content)
-            if existing is not None:
-                if existing.expires_at is None or existing.expires_at > now:
-                    return existing, False
-                # Noted again after it lapsed: the new version replaces the expired one.
-                return self._replace(conn, existing, draft, via, now), True
-            new_id = self._insert(conn, scope, draft, now, now)
-            self._audit(conn, new_id, scope, "add", draft.author, via, now, draft.detail())
-            return self._row(conn, new_id), True
-
-    def supersede(
-        self,
-        scope: str,
-        memory_id: int,
-        content: str,
-        *,
-        kind: str | None = None,
-        keywords: Iterable[str] | None = None,
-        author: str,
-        via: str,
-        now: datetime,
-        source: Source | None = None,
-        expires_at: datetime | None = None,
-    ) -> Memory:
-        """Replace an active memory with a new version; the old one stays in the history."""
-        check_write(scope, via)
-        iso(now)  # aware, or a clear error before anything is written
-        with self._writing(scope) as conn:
-            old = self._live(scope, memory_id)
-            words = old.keywords if keywords is None else keywords
-            draft = make_draft(content, kind or old.kind, words, author, source, expires_at)
-            twin = self._duplicate(conn, scope, draft.content)
-            if twin is not None and twin.id != old.id:
-                raise InvalidInputError(f"#{twin.id} already says exactly that")
-            return self._replace(conn, old, draft, via, now)
-
-    def forget(self, scope: str, memory_id: int, *, by: str, via: str, now: datetime) -> list[int]:
-        """Erase a memory and every earlier version of it; returns the erased ids."""
-        check_write(scope, via)
-        iso(now)  # aware, or a clear error before anything is written
-        with self._writing(scope) as conn:
-            memory = self._live(scope, memory_id)
-            chain = [
-                int(row["id"])
-                for row in conn.execute(
-                    "WITH RECURSIVE chain(id) AS (SELECT %s::bigint UNION ALL SELECT m.id"
-                    " FROM memories m JOIN chain c ON m.superseded_by = c.id) SELECT id FROM chain",
-                    (memory.id,),
-                )
-            ]
-            conn.execute(
-                "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
-                " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)",
-                (now, chain),
-            )
-            conn.execute(
-                "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (chain,)
-            )
-            self._audit(conn, memory.id, scope, "forget", by, via, now, {"erased": chain})
-        return chain
+    # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
 
     def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
         """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
@@ -165,37 +84,6 @@ class PostgresMemoryStore:
             ]
         return memories, audits
 
-    def erase(
-        self,
-        memory_ids: Sequence[int],
-        audit_ids: Sequence[int],
-        *,
-        by: str,
-        via: str,
-        now: datetime,
-    ) -> None:
-        """Erase these memories' text and these audit details, whatever their scope and
-        state (forget everywhere: the owner's purge of a text)."""
-        with self._db.atomic() as conn:
-            if memory_ids:
-                ids = list(memory_ids)
-                rows = conn.execute(
-                    "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
-                    " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)"
-                    " RETURNING id, scope",
-                    (now, ids),
-                ).fetchall()
-                conn.execute(
-                    "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (ids,)
-                )
-                for row in sorted(rows, key=lambda r: int(r["id"])):
-                    erased = {"erased": [row["id"]]}
-                    self._audit(conn, row["id"], row["scope"], "forget", by, via, now, erased)
-            if audit_ids:
-                conn.execute(
-                    "UPDATE memory_audit SET detail = NULL WHERE id = ANY(%s)", (list(audit_ids),)
-                )
-
     def compact(self) -> bool:
         """Rewrite the tables so no old row version keeps an erased text."""
         return self._db.vacuum(["memories", "memory_audit", "search_entries"])
@@ -205,31 +93,6 @@ class PostgresMemoryStore:
         """Several writes as one transaction (each takes its scope's lock inside it)."""
         with self._db.atomic():
             yield
-
-    def import_(
-        self, scope: str, lines: Iterable[str], *, by: str, via: str, now: datetime
-    ) -> ImportResult:
-        """Read `export` lines back; all or nothing. Ids are kept when free."""
-        check_write(scope, via)
-        iso(now)  # aware, or a clear error before anything is written
-        records = [parse_record(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-        added: list[int] = []
-        present: list[int] = []
-        with self._writing(scope) as conn:
-            for record in records:
-                existing = self._duplicate(conn, scope, record.draft.content)
-                if existing is not None:
-                    present.append(existing.id)
-                    continue
-                wanted = record.memory_id
-                if wanted is not None and self._exists(conn, wanted):
-                    wanted = None
-                new_id = self._insert(
-                    conn, scope, record.draft, record.created_at, record.updated_at, wanted
-                )
-                self._audit(conn, new_id, scope, "import", by, via, now, record.draft.detail())
-                added.append(new_id)
-        return ImportResult(added, present)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -333,26 +196,48 @@ class PostgresMemoryStore:
         )
         return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
 
-    # -- internals ----------------------------------------------------------------------
+    # -- the SQL of the write flow ------------------------------------------------------
 
     @contextmanager
-    def _writing(self, scope: str) -> Iterator[Connection]:
+    def _writing(self, scope: str | None) -> Iterator[Connection]:
         """A write transaction holding the scope's lock (one writer per scope at a time)."""
         with self._db.atomic() as conn:
-            self._db.lock(conn, f"memories:{scope}")
+            if scope is not None:
+                self._db.lock(conn, f"memories:{scope}")
             yield conn
 
-    def _replace(
-        self, conn: Connection, old: Memory, draft: Draft, via: str, now: datetime
-    ) -> Memory:
+    def _retire(self, conn: Connection, memory_id: int) -> None:
         conn.execute(
-            "UPDATE memories SET status = 'superseded', terms = NULL WHERE id = %s", (old.id,)
+            "UPDATE memories SET status = 'superseded', terms = NULL WHERE id = %s", (memory_id,)
         )
-        new_id = self._insert(conn, old.scope, draft, old.created_at, now)
-        conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (new_id, old.id))
-        detail = draft.detail(replaces=old.id)
-        self._audit(conn, new_id, old.scope, "update", draft.author, via, now, detail)
-        return self._row(conn, new_id)
+
+    def _link(self, conn: Connection, old_id: int, new_id: int) -> None:
+        conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (new_id, old_id))
+
+    def _chain(self, conn: Connection, memory_id: int) -> list[int]:
+        rows = conn.execute(
+            "WITH RECURSIVE chain(id) AS (SELECT %s::bigint UNION ALL SELECT m.id"
+            " FROM memories m JOIN chain c ON m.superseded_by = c.id) SELECT id FROM chain",
+            (memory_id,),
+        )
+        return [int(row["id"]) for row in rows]
+
+    def _erase(
+        self, conn: Connection, memory_ids: list[int], now: datetime
+    ) -> list[tuple[int, str]]:
+        rows = conn.execute(
+            "UPDATE memories SET content = '', keywords = '[]', content_key = NULL,"
+            " terms = NULL, status = 'forgotten', updated_at = %s WHERE id = ANY(%s)"
+            " RETURNING id, scope",
+            (now, memory_ids),
+        ).fetchall()
+        conn.execute(
+            "UPDATE memory_audit SET detail = NULL WHERE memory_id = ANY(%s)", (memory_ids,)
+        )
+        return [(int(row["id"]), str(row["scope"])) for row in rows]
+
+    def _clear_audits(self, conn: Connection, audit_ids: list[int]) -> None:
+        conn.execute("UPDATE memory_audit SET detail = NULL WHERE id = ANY(%s)", (audit_ids,))
 
     def _insert(
         self,
@@ -440,14 +325,6 @@ class PostgresMemoryStore:
             (scope, content_key(content)),
         ).fetchone()
         return None if row is None else _memory(row)
-
-    def _live(self, scope: str, memory_id: int) -> Memory:
-        memory = self.get(scope, memory_id)
-        if memory.status == "superseded":
-            raise InvalidInputError(
-                f"#{memory_id} is an old version, replaced by #{memory.superseded_by}"
-            )
-        return memory
 
     def _row(self, conn: Connection, memory_id: int) -> Memory:
         row = conn.execute("SELECT * FROM memories WHERE id = %s", (memory_id,)).fetchone()

@@ -24,7 +24,14 @@ from lore.backends.postgres.live import PostgresLiveSession
 from lore.backends.postgres.locks import LockHub
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, FaultHook, LiveSession, SessionMeta, close_in_steps
+from lore.ports.sessions import (
+    ArchivedSession,
+    FaultHook,
+    LiveSession,
+    SessionMeta,
+    close_in_steps,
+    finish_close,
+)
 
 __all__ = ["PostgresArchive", "PostgresSessions"]
 
@@ -214,14 +221,14 @@ class PostgresArchive:
         )
         return [ArchivedSession.from_dict(row["entry"]) for row in rows]
 
-    def indexed_live(self) -> list[tuple[str, int]]:
-        """(key, messages archived) of live sessions already indexed: closes that
-        stopped before the reset."""
+    def written_live(self) -> list[tuple[str, ArchivedSession]]:
+        """(key, transcript as last stored) of live sessions a stopped close archived,
+        indexed or not."""
         rows = self.db.fetch_all(
-            "SELECT l.key, a.message_count FROM live_sessions l JOIN archived_sessions a"
-            " ON a.session_id = l.session_id WHERE a.closed IS NOT NULL ORDER BY l.key"
+            "SELECT l.key, a.written FROM live_sessions l JOIN archived_sessions a"
+            " ON a.session_id = l.session_id ORDER BY l.key"
         )
-        return [(str(row["key"]), int(row["message_count"])) for row in rows]
+        return [(str(row["key"]), ArchivedSession.from_dict(row["written"])) for row in rows]
 
 
 class PostgresSessions:
@@ -283,13 +290,10 @@ class PostgresSessions:
         Nothing is half-written on PostgreSQL, so `min_age` has nothing to wait for."""
         for entry in self.archive.unindexed_moved_on():
             self.archive.append_index(entry)
-        for key, archived in self.archive.indexed_live():
-            session = self.live(key)
-            with session.locked():
-                session.refresh()
-                indexed = self.archive.get(session.meta.session_id)
-                if indexed is not None and len(session.messages) == archived:
-                    session.reset()  # indexed but never cleared: finish the close
+        for key, written in self.archive.written_live():
+            with self.locks.hold(f"turn:{key}", wait=False) as free:
+                if free:  # else a turn is under way there: the next pass finishes it
+                    finish_close(self.archive, self.live(key), written)
         return self.archive.pending_moved_on()
 
     def redact_messages(
@@ -325,9 +329,10 @@ class PostgresSessions:
 
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
-        # The runtime's turn lock (an advisory lock per conversation) already holds every
-        # worker to one turn at a time here; nothing more to take.
-        yield
+        # An advisory lock per conversation: every worker on this database waits for it,
+        # and a worker killed mid-turn drops it with its connection.
+        async with self.locks.hold_async(f"turn:{key}"):
+            yield
 
 
 # (table, a unique key, the columns that may hold a copy of what the person said)

@@ -1,0 +1,19 @@
+"""The README's list of environment variables names every one Lore reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lore import config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_names_every_environment_variable_lore_reads() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (listing,) = re.findall(r"^Environment: (.*?)\n\n", readme, flags=re.S | re.M)
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", listing))
+    # The settings' variables, where Lore's home is, and whose name the user goes by.
+    read = {*config._ENV, "LORE_HOME", "USER", "USERNAME"}
+    assert sorted(read - named) == []
