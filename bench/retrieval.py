@@ -356,6 +356,7 @@ def ablations() -> dict[str, Any]:
         "without window": replace(d, window=0, window_weight=0.0),
         "without rerank": replace(d, rerank=False),
         "speaker x1.15": replace(d, speaker_bonus=0.15),
+        "no term coverage": replace(d, coverage_bonus=0.0),
         "no session lift": replace(d, session_weight=0.0),
         "text weight 1": replace(d, text_weight=1.0),
         "no neighbours": replace(d, neighbour_share=0.0, previous_share=0.0),

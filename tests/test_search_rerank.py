@@ -113,3 +113,42 @@ def test_session_diversity_lets_another_session_into_a_short_list(db: Database) 
 def test_the_default_settings_rerank_and_read_turns_in_context() -> None:
     assert DEFAULT_FUSION.rerank and DEFAULT_FUSION.window > 0
     assert DEFAULT_FUSION.session_decay == 1.0  # measured: diversity cost recall on LoCoMo
+
+
+def worded(entry_id: int, text: str, speaker: str = "Ana") -> Stored:
+    return Stored(entry_id, "cli:default", "message", "s1", entry_id, 0.0, speaker, text)
+
+
+def test_a_turn_holding_more_of_the_questions_words_is_favoured() -> None:
+    both = worded(1, "We painted the sunset at the lake together")
+    one = worded(2, "The lake was cold this morning")
+    none = worded(3, "Thanks, that means a lot")
+    reranker = FeatureReranker(speaker_bonus=0.0, coverage_bonus=0.2)
+
+    scores = reranker.rerank(
+        "What has Ana painted at the lake?", [Candidate(e, 1.0) for e in (both, one, none)]
+    )
+
+    assert scores[0] > scores[1] > scores[2] == 1.0
+
+
+def test_term_coverage_ignores_the_speakers_name_and_the_questions_frame() -> None:
+    named = worded(1, "Ana said what she would do")  # only the name and frame words
+    reranker = FeatureReranker(speaker_bonus=0.0, coverage_bonus=0.2)
+
+    assert reranker.rerank("What would Ana do?", [Candidate(named, 1.0)]) == [1.0]
+
+
+def test_term_coverage_reads_other_word_forms_in_russian_and_chinese_words() -> None:
+    russian = worded(1, "Вчера я дочитала книгу про Байкал", speaker="Маша")
+    chinese = worded(2, "我们上周末去了杭州看西湖", speaker="小王")
+    other = worded(3, "Сегодня пасмурно", speaker="Маша")
+    reranker = FeatureReranker(speaker_bonus=0.0, coverage_bonus=0.2)
+
+    ru = reranker.rerank(
+        "какие книги читала Маша?", [Candidate(russian, 1.0), Candidate(other, 1.0)]
+    )
+    zh = reranker.rerank("西湖", [Candidate(chinese, 1.0), Candidate(other, 1.0)])
+
+    assert ru[0] > ru[1] == 1.0
+    assert zh[0] > zh[1] == 1.0

@@ -14,7 +14,8 @@ The stages, each measured alone by `bench/retrieval.py --ablate`:
    as a whole lifts each of them by up to 30 %; a closed session's summary counts 0.7
    of what it would (its transcript's own turns come first);
 6. the reranking seam (`lore.search.rerank`): the speaker the query names (a person's
-   own turns count double), the time it names;
+   own turns count double), the share of the query's content words a turn holds, the
+   time it names;
 7. a mild recency prior (at most +10 %, halving every 90 days);
 8. the cut: near-duplicates (the same fact as a memory, a note line and a chat turn)
    collapse into the best-ranked copy; an optional per-session decay spreads the list
@@ -70,6 +71,7 @@ class Fusion:
     feedback_weight: float = 0.5  # their mean vector's weight beside the query's
     rerank: bool = True  # the feature reranker (speaker, time) after fusing
     speaker_bonus: float = 1.0  # the feature reranker's lift for the speaker a query names
+    coverage_bonus: float = 0.15  # its lift for a turn holding all the query's content words
     recency_weight: float = 0.1
     recency_half_life_days: float = 90.0
     duplicate_overlap: float = 0.85  # Jaccard of character trigrams
@@ -205,7 +207,9 @@ def search(
     lift_sessions(scores, entries, fusion.session_weight)
     weigh_summaries(scores, entries, fusion.summary_weight)
     if fusion.rerank or reranker is not None:
-        chosen = reranker or FeatureReranker(speaker_bonus=fusion.speaker_bonus)
+        chosen = reranker or FeatureReranker(
+            speaker_bonus=fusion.speaker_bonus, coverage_bonus=fusion.coverage_bonus
+        )
         ids = list(scores)
         new = chosen.rerank(query, [Candidate(entries[i], scores[i]) for i in ids], about=about)
         scores = dict(zip(ids, new, strict=True))

@@ -3,8 +3,9 @@
 A reranker gets the query and the candidates with their fused scores and returns new
 scores; it never adds or drops a candidate. Two ship: `NoReranker` (scores unchanged)
 and `FeatureReranker`, which uses features that cost microseconds: who spoke (a
-question that names a person favours what that person said) and when (a question that
-names a time favours what was said, or is about, near it). No cross-encoder is used: none
+question that names a person favours what that person said), how many of the
+question's content words a turn holds (term coverage), and when (a question that names
+a time favours what was said, or is about, near it). No cross-encoder is used: none
 that ships its weights inside an installable package was found for this machine, and a
 model call per candidate would not fit the 30 ms budget of a search.
 """
@@ -69,21 +70,45 @@ def _gap(a: TimeSpan, b: TimeSpan) -> float:
 
 
 _WORD = re.compile(r"[^\W\d_]+")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# Words that carry a question's shape, not its content: a turn need not hold them.
+_STOP = frozenset(
+    "the and are was were what which who whom when where why how did does has have had "
+    "for with about from that this these those her his their its she he they them you "
+    "would could should will can been being any some into like "
+    "что какие какой какая какое где когда как кто чем это был была были".split()
+)
+
+
+def _content_stems(words: set[str]) -> set[str]:
+    """The query's content words, cut to a stem that finds their other forms ("painted",
+    "paintings"; "книги", "книгу"); a CJK run by its first two characters (a word)."""
+    stems = set()
+    for word in words - _STOP:
+        if _CJK.match(word):
+            stems.add(word[:2])
+        elif len(word) > 2:
+            stems.add(word[:5])
+    return stems
 
 
 @dataclass(frozen=True)
 class FeatureReranker:
-    """Scores times (1 + bonuses): the speaker the query names; nearness to its time."""
+    """Scores times (1 + bonuses): the speaker the query names; the share of its content
+    words the entry holds; nearness to its time."""
 
     name = "features"
     speaker_bonus: float = 1.0  # a named person's own turns count double
     time_bonus: float = 0.3
     time_scale_days: float = 30.0
+    coverage_bonus: float = 0.0  # × the share of the query's content words a turn holds
 
     def rerank(
         self, query: str, candidates: Sequence[Candidate], *, about: TimeSpan | None = None
     ) -> list[float]:
         words = set(_WORD.findall(normalise(query)))
+        speakers = {w for c in candidates for w in _WORD.findall(normalise(c.entry.speaker))}
+        content = _content_stems(words - speakers)
         scores = []
         for candidate in candidates:
             entry = candidate.entry
@@ -91,6 +116,10 @@ class FeatureReranker:
             speaker = normalise(entry.speaker) if entry.kind == "message" else ""
             if speaker and set(_WORD.findall(speaker)) & words:
                 factor += self.speaker_bonus
+            if content and self.coverage_bonus:
+                text = normalise(entry.text)
+                held = sum(1 for stem in content if stem in text)
+                factor += self.coverage_bonus * held / len(content)
             if about is not None:
                 seconds = about.distance(entry.at)
                 if entry.about_start is not None and entry.about_end is not None:
