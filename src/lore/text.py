@@ -49,18 +49,10 @@ _RUN = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>(?:(?![{_CJK}])[^\\W_])+)")
 # A long CJK query run is a sentence, not a word: its bigrams are matched one by one.
 _WORD_RUN = 4
 _MAX_UNITS = 32
-_ENGLISH_STOPWORDS = (
+_STOPWORDS = frozenset(
     "a an and are as at be but by did do does for from has have how i in is it its me my "
     "of on or our so that the their them they this to was we were what when where which "
-    "who why will with you your"
-)
-# Function words only (pronouns, prepositions, conjunctions, question words, particles,
-# forms of быть): a question's "когда", "в", "что" match most Russian rows and say nothing.
-_RUSSIAN_STOPWORDS = (
-    "а без бы был была были было в вам вас во вот вы где да для до его ее ей если "
-    "еще же за и из или им их к как какая какие какой когда кого кто ли мне мной мы "
-    "на над нам нас не него нее ней нет ни них но о об он она они оно от по под при про "
-    "с со так там то тоже ты у уже чем что чтобы эта эти это этот я"
+    "who why will with you your".split()
 )
 
 
@@ -244,10 +236,3 @@ def slugify(text: str, *, fallback: str = "session") -> str:
     words = re.findall(r"[a-z0-9]+", ascii_text.lower())[:_SLUG_WORDS]
     slug = "-".join(words)[:_SLUG_CHARS].strip("-")
     return slug or fallback
-
-
-# Compared with query terms as they are indexed, so the Russian ones are stemmed (below
-# the stemmer they need).
-_STOPWORDS = frozenset(_ENGLISH_STOPWORDS.split()) | frozenset(
-    stem_russian(w) for w in _RUSSIAN_STOPWORDS.split()
-)
