@@ -71,7 +71,13 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         with self._db.atomic():
             yield
         if not self._db.conn.in_transaction:
-            self._db.checkpoint()  # a forget inside left the old pages in the WAL
+            try:
+                self._db.checkpoint()  # a forget inside left the old pages in the WAL
+            except sqlite3.OperationalError as error:
+                # The batch is committed; a statement still open on this connection (a
+                # search reading in another thread) only defers the fold to the next one.
+                if "locked" not in str(error):
+                    raise
 
     def compact(self) -> bool:
         return self._db.vacuum()
