@@ -44,6 +44,7 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._fold_pending = False  # a forget inside a batch left old pages in the WAL
 
     # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
 
@@ -70,9 +71,10 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
     def batch(self) -> Iterator[None]:
         with self._db.atomic():
             yield
-        if not self._db.conn.in_transaction:
+        if self._fold_pending and not self._db.conn.in_transaction:
             try:
                 self._db.checkpoint()  # a forget inside left the old pages in the WAL
+                self._fold_pending = False
             except sqlite3.OperationalError as error:
                 # The batch is committed; a statement still open on this connection (a
                 # search reading in another thread) only defers the fold to the next one.
@@ -223,7 +225,9 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         return erased
 
     def _erased(self) -> None:
-        if not self._db.conn.in_transaction:
+        if self._db.conn.in_transaction:
+            self._fold_pending = True  # the batch folds the WAL once it commits
+        else:
             # The WAL still holds the old pages; fold it in and truncate it.
             self._db.checkpoint()
 
