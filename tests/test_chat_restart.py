@@ -163,6 +163,47 @@ async def test_a_crash_after_the_webhook_was_answered_loses_no_message(
     assert said == ["记得明天带护照 / не забудь паспорт", "好的，护照。Паспорт — да."]
 
 
+async def test_forget_everywhere_rewrites_a_message_not_yet_answered_which_is_answered_once(
+    config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    fake: FakeLine,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lore.cli import main
+
+    settings = _line(config, fake)
+    hooks = Webhooks(fake)
+    event = hooks.text("记得明天带护照 / не забудь паспорт", user=JOHN)
+    async with _line_channel(settings, model, clock) as (lore, channel):
+        await channel.handle(channel.parse(*_signed(event)))  # recorded, never answered
+        await _crash(channel._tasks)
+    if config.database_url:
+        monkeypatch.setenv("LORE_DATABASE_URL", config.database_url)
+    where = "PostgreSQL" if config.database_url else "lore.db"
+    assert main(["forget", "--everywhere", "--phrase", "ПАСПОРТ"]) == 0
+    assert f"{where}: 1 chat message not yet answered" in capsys.readouterr().out
+    assert main(["forget", "--everywhere", "--phrase", "ПАСПОРТ", "--yes"]) == 0
+    assert "no copy is left" in capsys.readouterr().out
+    if not config.database_url:
+        assert "паспорт".encode() not in (config.home / "lore.db").read_bytes()
+    _restart(clock)
+    model.default = _echo
+    async with _line_channel(settings, model, clock) as (lore, channel):
+        # Its id is kept: LINE's redelivery is still recognised and not answered twice.
+        redelivered = dict(event, deliveryContext={"isRedelivery": True})
+        await channel.handle(channel.parse(*_signed(redelivered)))
+        [left] = channel.inbox.sweep()
+        await channel.resume(left)
+        await channel.drain()
+        said = [m["content"] for m in lore.session(f"line:user:{JOHN}").messages]
+    # Still answered (the rest of the message may matter), with the words replaced.
+    assert said[0] == "记得明天带护照 / не забудь [forgotten]"
+    assert [_texts(push) for push in fake.sent] == [["re: 记得明天带护照 / не забудь [forgotten]"]]
+    assert len(model.requests) == 1
+
+
 async def test_a_turn_cut_short_by_a_stop_is_answered_after_the_restart_once(
     config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
 ) -> None:

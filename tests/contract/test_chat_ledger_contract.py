@@ -154,3 +154,55 @@ def test_prune_forgets_old_handled_updates_and_sent_ids_but_keeps_unhandled_ones
     assert not ledger.was_sent("line", "old-id") and ledger.was_sent("line", "new-id")
     [kept] = ledger.claim("line", owner="B", now=NOW + timedelta(seconds=30), seconds=LEASE)
     assert kept.key == "old-unhandled"
+
+
+def _forget(words: str) -> tuple[Callable[[str], bool], Callable[[str], str]]:
+    def match(value: str) -> bool:
+        return words.lower() in value.lower()
+
+    def redact(value: str) -> str:
+        return value.replace(words, "[forgotten]")
+
+    return match, redact
+
+
+def test_forgetting_words_rewrites_an_unhandled_update_but_keeps_its_id_and_turn(
+    reopen: Opener,
+) -> None:
+    first = reopen()
+    _receive(first, "e1", "Мой врач — доктор Петрова, 星期五见")
+    _receive(first, "e2", "nothing to forget")
+    match, redact = _forget("доктор Петрова")
+    assert first.redact_text(match, redact, dry_run=True) == 1
+    assert first.redact_text(match, redact) == 1
+    assert first.redact_text(match, redact) == 0  # nothing of it is left
+    after = reopen()
+    # The id stays: a redelivery is still the same update, never a new one.
+    assert not _receive(after, "e1", "Мой врач — доктор Петрова, 星期五见", owner="B")
+    later = NOW + timedelta(seconds=LEASE + 1)
+    claimed = after.claim("line", owner="B", now=later, seconds=LEASE)
+    assert [c.key for c in claimed] == ["e1", "e2"]  # still answered, in its place
+    assert claimed[0].payload == {
+        "type": "message",
+        "message": {"text": "Мой врач — [forgotten], 星期五见"},
+        "nested": [1, {"ok": True}],
+    }
+    assert claimed[1].payload["message"]["text"] == "nothing to forget"
+
+
+def test_a_dry_run_of_forgetting_changes_no_update(ledger: ChatLedger) -> None:
+    _receive(ledger, "e1", "王大夫每周五")
+    match, redact = _forget("王大夫")
+    assert ledger.redact_text(match, redact, dry_run=True) == 1
+    [claimed] = ledger.claim("line", owner="B", now=NOW + timedelta(hours=1), seconds=LEASE)
+    assert claimed.payload["message"]["text"] == "王大夫每周五"
+
+
+def test_forgetting_words_passes_over_handled_updates_whose_text_is_gone(
+    ledger: ChatLedger,
+) -> None:
+    _receive(ledger, "e1", "王大夫每周五")
+    ledger.handled("line", "e1")
+    match, redact = _forget("王大夫")
+    assert ledger.redact_text(match, redact) == 0
+    assert not _receive(ledger, "e1", "王大夫每周五")

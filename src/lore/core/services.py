@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from lore.core.tools import ToolRegistry
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
+    from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
     from lore.ports.outbox import Outbox
@@ -57,6 +58,9 @@ class Services(Protocol):
 
     @property
     def outbox(self) -> Outbox: ...
+
+    @property
+    def chat_ledger(self) -> ChatLedger: ...
 
     @property
     def sessions(self) -> SessionStore: ...

@@ -3,12 +3,14 @@
 A memory's text and the message it came from (or a phrase) can be copied into archived
 transcripts and their file names, `_sessions.jsonl`, session summaries and daily notes,
 `history.jsonl`, the curated files, the workspace's git history, the search index, the
-live session and the log. `plan` finds each copy without changing anything; `apply`
-erases them: the database rows first, then each file (atomically, JSON Lines keeping
-their structure and every other message), the git history (replayed with redacted
-versions into a fresh repository), the index entries rebuilt from the redacted files,
-then VACUUM and a WAL checkpoint so no free page or WAL frame keeps the old bytes.
-Finally everything is searched again and whatever is left is reported.
+live session, the log, and a chat message received but not yet answered (the chat ledger
+keeps its text until its turn runs; it keeps its id and is still answered, with the words
+replaced). `plan` finds each copy without changing anything; `apply` erases them: the
+database rows first, then each file (atomically, JSON Lines keeping their structure and
+every other message), the git history (replayed with redacted versions into a fresh
+repository), the index entries rebuilt from the redacted files, then VACUUM and a WAL
+checkpoint so no free page or WAL frame keeps the old bytes. Finally everything is
+searched again and whatever is left is reported.
 
 Only exact copies are found (case-insensitive): a summary that paraphrased the text is
 not. Logs carry counts and paths here, never the text.
@@ -60,6 +62,7 @@ _PLURALS = {
     "delivery": "deliveries",
     "session record": "session records",
     "history entry": "history entries",
+    "chat message not yet answered": "chat messages not yet answered",
 }
 
 
@@ -167,6 +170,7 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
         # On PostgreSQL sessions and the history log are rows (on SQLite, files: below).
         sessions = lore.sessions.redact_messages(match, redactor.value, dry_run=True)
         history = lore.history.redact_text(match, redactor.text, dry_run=True)
+        unanswered = lore.chat_ledger.redact_text(match, redactor.text, dry_run=True)
         rows = [
             (len(found.memory_ids), "memory", _ids(found.memory_ids)),
             (len(found.audit_ids), "audit detail", ""),
@@ -175,6 +179,7 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
             (deliveries, "delivery", ""),
             (sessions, "session record", ""),
             (history, "history entry", ""),
+            (unanswered, "chat message not yet answered", ""),
         ]
         where = "PostgreSQL" if lore.config.database_url else "lore.db"
         for count, what, note in rows:
@@ -222,6 +227,7 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
         lore.outbox.redact_text(match, redactor.text)
         lore.sessions.redact_messages(match, redactor.value)
         lore.history.redact_text(match, redactor.text)
+        lore.chat_ledger.redact_text(match, redactor.text)
     for path in found.files:
         _redact_file(lore, redactor, path)
     _git(lore).rewrite_history(redactor.raw)

@@ -11,18 +11,21 @@ Once handled, its payload (the message's text) is dropped, and only the id is ke
 And the ids of the messages Lore sent, so a reply quoting one is seen as said to Lore.
 
 `prune` forgets handled updates and sent ids older than a few days; an update never
-handled is kept until it is. The suite in tests/contract/test_chat_ledger_contract.py
-holds every backend to this.
+handled is kept until it is. Forget everywhere reaches an unhandled update's payload too:
+`redact_text` rewrites its matching strings in place, and the update keeps its id (a
+redelivery is still a duplicate) and stays unhandled, so it is still answered, with the
+forgotten words replaced, as the outbox still delivers a redacted reminder. The suite in
+tests/contract/test_chat_ledger_contract.py holds every backend to this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-__all__ = ["RETENTION", "ChatLedger", "Received"]
+__all__ = ["RETENTION", "ChatLedger", "Received", "redact_payload"]
 
 # How long a handled update id and a sent message id are kept: LINE redelivers for a
 # day at most, Telegram keeps an unconfirmed update for a day, and a reply quoting Lore
@@ -61,6 +64,13 @@ class ChatLedger(Protocol):
         """Unhandled updates whose lease ran out (their process died), oldest first, now
         leased by `owner`."""
 
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every string of every unhandled update's payload that `match`es through
+        `redact` (forget everywhere); each keeps its id, lease and place in the queue. How
+        many updates (would) change."""
+
     def handled(self, channel: str, key: str) -> None:
         """The update is in its conversation (or needed nothing): its payload is dropped."""
 
@@ -72,3 +82,27 @@ class ChatLedger(Protocol):
 
     def prune(self, *, before: datetime) -> int:
         """Forget handled updates and sent ids recorded before `before`; how many rows."""
+
+
+def redact_payload(
+    payload: dict[str, Any], match: Callable[[str], bool], redact: Callable[[str], str]
+) -> dict[str, Any] | None:
+    """The payload with every string that `match`es passed through `redact`, at any
+    depth; None when no string matches (the update is left as it is)."""
+    found = False
+
+    def walk(value: Any) -> Any:
+        nonlocal found
+        if isinstance(value, str):
+            if not match(value):
+                return value
+            found = True
+            return redact(value)
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {name: walk(item) for name, item in value.items()}
+        return value
+
+    redacted = walk(payload)
+    return redacted if found else None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from lore.ports.chat_ledger import Received
+from lore.ports.chat_ledger import Received, redact_payload
 
 __all__ = ["FakeChatLedger"]
 
@@ -61,6 +61,20 @@ class FakeChatLedger:
                 entry.lease_owner, entry.lease_until = owner, now.timestamp() + seconds
                 claimed.append(copy.deepcopy(entry.received))
         return claimed
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        changed = 0
+        for entry in self._received.values():
+            if entry.handled:
+                continue
+            payload = redact_payload(entry.received.payload, match, redact)
+            if payload is not None:
+                changed += 1
+                if not dry_run:
+                    entry.received = replace(entry.received, payload=payload)
+        return changed
 
     def handled(self, channel: str, key: str) -> None:
         entry = self._received.get((channel, key))

@@ -4,12 +4,12 @@ each public write one transaction."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from lore.backends.local.database import Database
-from lore.ports.chat_ledger import Received
+from lore.ports.chat_ledger import Received, redact_payload
 
 __all__ = ["LocalChatLedger"]
 
@@ -77,6 +77,24 @@ class LocalChatLedger:
             )
             for row in rows
         ]
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        rows = self.db.conn.execute(
+            "SELECT id, payload FROM chat_received WHERE handled = 0 AND payload IS NOT NULL"
+        ).fetchall()
+        changed = []
+        for row in rows:
+            payload = redact_payload(json.loads(row["payload"]), match, redact)
+            if payload is not None:
+                changed.append((json.dumps(payload, ensure_ascii=False), row["id"]))
+        if changed and not dry_run:
+            with self.db.atomic() as conn:
+                conn.executemany(
+                    "UPDATE chat_received SET payload = ? WHERE id = ? AND handled = 0", changed
+                )
+        return len(changed)
 
     def handled(self, channel: str, key: str) -> None:
         with self.db.atomic() as conn:

@@ -4,14 +4,14 @@ LOCKED` hands each its own updates."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from lore.backends.postgres.database import PostgresDatabase
-from lore.ports.chat_ledger import Received
+from lore.ports.chat_ledger import Received, redact_payload
 
 __all__ = ["PostgresChatLedger"]
 
@@ -70,6 +70,24 @@ class PostgresChatLedger:
             Received(channel, str(row["key"]), dict(row["payload"] or {}), row["received_at"])
             for row in rows
         ]
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        changed = []
+        for row in self.db.fetch_all(
+            "SELECT id, payload FROM chat_received WHERE NOT handled AND payload IS NOT NULL"
+        ):
+            payload = redact_payload(dict(row["payload"]), match, redact)
+            if payload is not None:
+                changed.append((Jsonb(payload), row["id"]))
+        if changed and not dry_run:
+            with self.db.atomic() as conn, conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE chat_received SET payload = %s WHERE id = %s AND NOT handled",
+                    changed,
+                )
+        return len(changed)
 
     def handled(self, channel: str, key: str) -> None:
         with self.db.atomic() as conn:
