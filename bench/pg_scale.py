@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -90,7 +91,8 @@ def vectors_for(first: int, count: int, base: np.ndarray, noise: np.ndarray) -> 
     s = len(base)
     rows = base[i % s] + noise[(i // s) % s]
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows.astype(np.float32)
+    unit: np.ndarray = rows.astype(np.float32)
+    return unit
 
 
 def entry_time(j: int) -> float:
@@ -103,10 +105,12 @@ def entry_time(j: int) -> float:
 def grow_sqlite(
     lore: Any, texts: Sequence[tuple[str, str]], first: int, base: np.ndarray, noise: np.ndarray
 ) -> None:
+    from lore.backends.local.search_index import SearchIndex
     from lore.ports.search import Entry
     from lore.search import searcher
 
     index = searcher(lore).index
+    assert isinstance(index, SearchIndex)  # it stores vectors given
     bar = Bar(len(texts), "SQLite    loading")
     for start in range(0, len(texts), CHUNK):
         chunk = texts[start : start + CHUNK]
@@ -275,7 +279,7 @@ def time_searches(lores: dict[str, Any], asked: Sequence[str]) -> dict[str, tupl
         for name, search in searches.items():
             for mode in ("hybrid", "text"):
                 times[f"{name}_{mode}"].append(
-                    ms(lambda s=search, q=query, m=mode: s.search(q, SCOPE, now=NOW, mode=m))
+                    ms(partial(search.search, query, SCOPE, now=NOW, mode=mode))
                 )
         bar.advance()
     bar.close()

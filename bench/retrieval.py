@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import re
 import sqlite3
@@ -44,7 +45,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
@@ -212,10 +213,10 @@ class CachedEmbedder:
         if missing:
             embed = self._inner.embed_queries if side == "query" else self._inner.embed_passages
             fresh = embed([texts[i] for i in missing])
-            rows = [(keys[i], fresh[n].astype(np.float32).tobytes()) for n, i in enumerate(missing)]
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            new = [(keys[i], fresh[n].astype(np.float32).tobytes()) for n, i in enumerate(missing)]
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", new)
             self._db.commit()
-            found.update(rows)
+            found.update(new)
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         matrix = np.zeros((len(keys), self.dim), dtype=np.float32)
@@ -250,7 +251,7 @@ def build_lore(
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
-    from lore.ports.sessions import SessionMeta
+    from lore.ports.sessions import ClosingArchive, SessionMeta
     from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
@@ -265,7 +266,7 @@ def build_lore(
     elif embedder is not None:  # the index, with the cached model behind it
         lore.search_index = SearchIndex(lore.db, embedder)
     # The runtime's own archive: files, or PostgreSQL's tables when the sessions live there.
-    archive = lore.sessions.archive
+    archive = cast(ClosingArchive, lore.sessions.archive)
     dia_of: dict[tuple[str, int], str] = {}
     started = time.perf_counter()
     for conv in conversations:
@@ -293,7 +294,7 @@ def build_lore(
     search = searcher(lore)
     search.refresh(files=True)
     index = search.index
-    bar = Progress(index.pending_vectors(), "embedding", stream=None if progress else _Null())
+    bar = Progress(index.pending_vectors(), "embedding", stream=None if progress else io.StringIO())
     index.embed_pending(batch=32, progress=bar.advance)
     bar.close()
     return Built(lore, dia_of, time.perf_counter() - started)
@@ -319,7 +320,7 @@ def ask_lore(
     search = searcher(built.lore)
     rankings: list[Ranking] = []
     total = sum(len(c.questions) for c in conversations)
-    bar = Progress(total, f"{label:<9}", stream=None if progress else _Null())
+    bar = Progress(total, f"{label:<9}", stream=None if progress else io.StringIO())
     for conv in conversations:
         last = max(s.date for s in conv.sessions) + timedelta(days=1)
         ctx = ToolContext(f"locomo:{conv.sample_id}", "bench", "bench", 0, last, "UTC")
@@ -400,17 +401,6 @@ def run_lore(
     if isinstance(embedder, CachedEmbedder):
         notes["embedding cache"] = f"{embedder.hits} hits, {embedder.misses} embedded"
     return rankings, others, notes
-
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
 
 
 # -- the BM25 baseline --------------------------------------------------------------------

@@ -13,6 +13,7 @@ the same texts, queried with the same words OR-ed and ranked by bm25, in the sam
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import sqlite3
@@ -67,9 +68,11 @@ def queries(words: Sequence[str], count: int, seed: int = 11) -> list[str]:
 def build(home: Path, texts: Sequence[str], progress: bool, database_url: str = "") -> Any:
     """A Lore home whose index holds `texts` in SCOPE, each with a random unit vector (in
     PostgreSQL when `database_url` names a database)."""
-    from lore.backends.local.search_index import Entry
+    from lore.backends.local.search_index import SearchIndex
+    from lore.backends.postgres.search_index import PostgresSearchIndex
     from lore.clock import FixedClock
     from lore.config import load_config
+    from lore.ports.search import Entry
     from lore.runtime import build
     from lore.search import searcher
     from lore.search.rebuild import Progress
@@ -79,8 +82,9 @@ def build(home: Path, texts: Sequence[str], progress: bool, database_url: str = 
     lore = build(config, clock=FixedClock(datetime(2026, 11, 30, tzinfo=UTC)))
     search = searcher(lore)
     index = search.index
+    assert isinstance(index, SearchIndex | PostgresSearchIndex)  # it stores vectors given
     rng = np.random.default_rng(3)
-    bar = Progress(len(texts), "indexing", stream=None if progress else _Null())
+    bar = Progress(len(texts), "indexing", stream=None if progress else io.StringIO())
     start = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
     for first in range(0, len(texts), 2000):
         chunk = texts[first : first + 2000]
@@ -155,7 +159,7 @@ def run(entries: int, count: int, progress: bool) -> dict[str, Any]:
         ).fetchall()
 
     raw = timed(baseline, [q for q in asked if " " in q])
-    result = {
+    result: dict[str, Any] = {
         "entries": entries,
         "queries": count,
         "lore_hybrid": summary(hybrid),
@@ -187,17 +191,6 @@ def render(result: dict[str, Any]) -> str:
     lines.append(f"hybrid / raw: {hybrid}x · text / raw: {text}x")
     lines.append("budget: hybrid p50 ≤ 30 ms, text only p50 ≤ 10 ms")
     return "\n".join(lines)
-
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
