@@ -36,7 +36,8 @@ _SETTINGS = (
 
 
 # The end-to-end modules that run on both backends override the `storage` fixture with
-# this one: `from tests.postgres_server import storage  # noqa: F401`.
+# this one, imported as `from tests.postgres_server import storage` (with a noqa for
+# F401: pytest uses the name, ruff sees it unused).
 STORAGES = ["local", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
