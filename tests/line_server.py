@@ -18,12 +18,10 @@ import hmac
 import json
 import re
 import socket
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +34,7 @@ from lore.channels.line import LineChannel
 from lore.channels.line_api import LineApi
 from lore.config import LineConfig
 from lore.runtime import build
+from tests.fake_api import FakeApi, Request
 
 if TYPE_CHECKING:
     from lore.clock import Clock
@@ -62,10 +61,12 @@ def fixture(name: str) -> dict[str, Any]:
     return data
 
 
-class FakeLine:
+class FakeLine(FakeApi):
+    """`sent`: {"kind": reply|push, "to", "messages", "retry_key", "ids"} for each call."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.profiles: dict[str, str] = {}  # user id -> display name
-        self.sent: list[dict[str, Any]] = []  # {"kind": reply|push, "to", "messages", ...}
         self.calls: list[str] = []
         # What crossed the wire, in order: ("webhook", chat, user id, text) for a message
         # LINE delivered, ("reply" | "push", chat, "", text) for what Lore sent.
@@ -76,22 +77,6 @@ class FakeLine:
         self._retry_keys: set[str] = set()
         self._reply_to: dict[str, str] = {}  # reply token -> where it answers
         self._next_id = 600000000000000000
-        self._changed = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeLine:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def issue_reply_token(self, where: str) -> str:
         token = uuid.uuid4().hex
@@ -105,14 +90,11 @@ class FakeLine:
         with self._changed:
             self.failures.setdefault(kind, []).extend(statuses)
 
-    def wait_sent(self, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.sent) < count and time.monotonic() < deadline:
-                self._changed.wait(0.05)
-            return list(self.sent)
-
     # -- the API --------------------------------------------------------------------------
+
+    def answer(self, request: Request) -> tuple[int, dict[str, Any]]:
+        body = json.loads(request.body) if request.body else {}
+        return self._answer(request.method, request.path, body, request.headers)
 
     def _answer(
         self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]
@@ -211,34 +193,6 @@ class FakeLine:
             who = self.profiles.get(user, user) if kind == "webhook" else f"Lore ({kind})"
             lines.append(f"{who}: {text}")
         return "\n".join(lines) + "\n"
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self, method: str) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                body = json.loads(raw) if raw else {}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                status, data = fake._answer(method, self.path, body, headers)
-                payload = json.dumps(data).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
-                self._serve("POST")
-
-            def do_GET(self) -> None:  # noqa: N802
-                self._serve("GET")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
 
 
 def _textv2(text: str) -> list[tuple[str, str]]:

@@ -7,24 +7,22 @@ updates to the registered address with the registered secret, as Telegram does."
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.fake_api import FakeApi, Request
 
 BOT_ID = 7000001
 BOT_USERNAME = "lore_family_bot"
 
 
-class FakeTelegram:
+class FakeTelegram(FakeApi):
     def __init__(self) -> None:
+        super().__init__()
         self.updates: list[dict[str, Any]] = []
-        self.sent: list[dict[str, Any]] = []
         self.calls: list[str] = []
         self.fail_get_updates = 0  # answer this many getUpdates with 502
         self.reset_get_updates = 0  # reset the connection of this many getUpdates
@@ -32,22 +30,6 @@ class FakeTelegram:
         self.confirmed = 0  # the highest offset a getUpdates asked for
         self._next_update = 1
         self._next_message = 500
-        self._changed = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeTelegram:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     # -- what users do ------------------------------------------------------------------
 
@@ -101,14 +83,21 @@ class FakeTelegram:
         except urllib.error.HTTPError as exc:
             return int(exc.code)
 
-    def wait_sent(self, count: int, timeout: float = 15.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.sent) < count and time.monotonic() < deadline:
-                self._changed.wait(0.05)
-            return list(self.sent)
-
     # -- the API --------------------------------------------------------------------------
+
+    def answer(self, request: Request) -> tuple[int, dict[str, Any]] | None:
+        params: dict[str, Any] = {}
+        for key, values in parse_qs(request.body.decode("utf-8")).items():
+            try:
+                params[key] = json.loads(values[0])
+            except ValueError:
+                params[key] = values[0]
+        method = request.path.rsplit("/", 1)[-1]
+        if method == "getUpdates" and self.reset_get_updates:
+            self.reset_get_updates -= 1
+            self.calls.append(method)
+            return None
+        return self._answer(method, params)
 
     def _answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.calls.append(method)
@@ -160,44 +149,6 @@ class FakeTelegram:
                 if ready or time.monotonic() >= deadline:
                     return 200, {"ok": True, "result": ready}
                 self._changed.wait(0.05)
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode("utf-8")
-                params: dict[str, Any] = {}
-                for key, values in parse_qs(body).items():
-                    try:
-                        params[key] = json.loads(values[0])
-                    except ValueError:
-                        params[key] = values[0]
-                method = self.path.rsplit("/", 1)[-1]
-                if method == "getUpdates" and fake.reset_get_updates:
-                    fake.reset_get_updates -= 1
-                    fake.calls.append(method)
-                    # RST instead of an answer: a connection reset by the peer.
-                    linger = struct.pack("ii", 1, 0)
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
-                    self.close_connection = True
-                    self.connection.close()
-                    return
-                status, data = fake._answer(method, params)
-                payload = json.dumps(data).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST  # noqa: N815
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
 
 
 def _bot() -> dict[str, Any]:
