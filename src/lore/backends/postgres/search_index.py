@@ -225,7 +225,7 @@ class PostgresSearchIndex:
     def embed_pending(
         self,
         *,
-        batch: int = 16,
+        batch: int = 32,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
         since: float | None = None,
