@@ -44,8 +44,11 @@ def gateway(
 
 @pytest.fixture
 def page(gateway: Gateway) -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Assertions wait as long as actions (their own default is 5 s: too short on two
+    # busy cores).
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         page = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
