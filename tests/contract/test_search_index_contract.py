@@ -153,6 +153,17 @@ def test_embedding_makes_entries_findable_by_meaning_within_their_scopes(
     assert index.embed_pending() == 0
 
 
+def test_embedding_only_the_recent_leaves_an_older_backlog_waiting(
+    index: SearchIndexPort,
+) -> None:
+    old = Entry(HOME, "message", "s1", 0, T0, "我们上个月去了花莲", "john")
+    new = Entry(HOME, "message", "s1", 1, NOW, "Сегодня мы купили билеты", "john")
+    index.put([old, new])
+    assert index.embed_pending(since=NOW - 60) == 1  # what a turn just wrote
+    assert index.pending_vectors() == 1
+    assert index.embed_pending() == 1
+
+
 def test_stats_count_entries_sources_scopes_vectors_and_the_waiting(
     index: SearchIndexPort,
 ) -> None:

@@ -147,12 +147,17 @@ class FakeSearchIndex:
         batch: int = 16,
         limit: int | None = None,
         progress: Callable[[int], None] | None = None,
+        since: float | None = None,
     ) -> int:
         if self._model != self._embedder.name:
             for row in self._rows.values():
                 row.vector = None  # another model's vectors are useless
             self._model = self._embedder.name
-        waiting = [row for row in self._rows.values() if row.vector is None]
+        waiting = [
+            row
+            for row in self._rows.values()
+            if row.vector is None and (since is None or row.entry.at >= since)
+        ]
         waiting = waiting if limit is None else waiting[:limit]
         for start in range(0, len(waiting), max(1, batch)):
             rows = waiting[start : start + max(1, batch)]
