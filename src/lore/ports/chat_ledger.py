@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from lore.ports.outbox import map_strings
+
 __all__ = ["RETENTION", "ChatLedger", "Received", "redact_payload"]
 
 # How long a handled update id and a sent message id are kept: LINE redelivers for a
@@ -91,18 +93,12 @@ def redact_payload(
     depth; None when no string matches (the update is left as it is)."""
     found = False
 
-    def walk(value: Any) -> Any:
+    def change(text: str) -> str:
         nonlocal found
-        if isinstance(value, str):
-            if not match(value):
-                return value
-            found = True
-            return redact(value)
-        if isinstance(value, list):
-            return [walk(item) for item in value]
-        if isinstance(value, dict):
-            return {name: walk(item) for name, item in value.items()}
-        return value
+        if not match(text):
+            return text
+        found = True
+        return redact(text)
 
-    redacted = walk(payload)
+    redacted: dict[str, Any] = map_strings(payload, change)
     return redacted if found else None

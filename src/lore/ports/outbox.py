@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-__all__ = ["MAX_ATTEMPTS", "Outbox", "OutboxItem"]
+__all__ = ["MAX_ATTEMPTS", "Outbox", "OutboxItem", "map_strings"]
 
 MAX_ATTEMPTS = 8  # then the item is marked failed, and shown as such
 
@@ -82,3 +82,15 @@ class Outbox(Protocol):
 
     def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
         """A scope's items, newest first (what `lore remind list` shows of deliveries)."""
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A JSON value with every string in it, at any depth, passed through `change` (how
+    forget everywhere rewrites a stored payload)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: map_strings(item, change) for key, item in value.items()}
+    return value

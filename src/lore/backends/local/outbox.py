@@ -11,10 +11,9 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from lore.backends.local.database import Database
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, map_strings
 
 __all__ = ["LocalOutbox"]
 
@@ -34,7 +33,7 @@ class LocalOutbox:
             error = row[2] or ""
             if not (match(row[1]) or match(error)):
                 continue
-            payload = _map_strings(json.loads(row[1]), redact)
+            payload = map_strings(json.loads(row[1]), redact)
             text = json.dumps(payload, ensure_ascii=False)
             changed.append((text, redact(error) if error else row[2], row[0]))
         if changed and not dry_run:
@@ -172,13 +171,3 @@ def _item(row: sqlite3.Row) -> OutboxItem:
         created_at=datetime.fromtimestamp(row["created_at"], UTC),
         last_error=row["last_error"] or "",
     )
-
-
-def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, list):
-        return [_map_strings(item, change) for item in value]
-    if isinstance(value, dict):
-        return {key: _map_strings(item, change) for key, item in value.items()}
-    return value

@@ -19,7 +19,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, map_strings
 
 __all__ = ["PostgresOutbox"]
 
@@ -44,7 +44,7 @@ class PostgresOutbox:
             error = row["last_error"] or ""
             if not (match(json.dumps(row["payload"], ensure_ascii=False)) or match(error)):
                 continue
-            payload = _map_strings(row["payload"], redact)
+            payload = map_strings(row["payload"], redact)
             changed.append(
                 (Jsonb(payload), redact(error) if error else row["last_error"], row["id"])
             )
@@ -186,16 +186,6 @@ def _second(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("outbox times must be aware")
     return datetime.fromtimestamp(math.floor(moment.timestamp()), UTC)
-
-
-def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, list):
-        return [_map_strings(v, change) for v in value]
-    if isinstance(value, dict):
-        return {k: _map_strings(v, change) for k, v in value.items()}
-    return value
 
 
 def _item(row: DictRow) -> OutboxItem:
