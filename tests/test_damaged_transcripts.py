@@ -117,3 +117,17 @@ def test_doctor_repairs_a_live_session_whose_metadata_line_broke(
     repaired = LiveSession(config.sessions_dir, "telegram:42")
     assert repaired.meta.key == "telegram:42"
     assert [m["content"] for m in repaired.messages] == ["Напомни про врача"]
+
+
+def test_doctor_reads_a_live_session_with_a_marked_message_as_healthy(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A message not yet answered (or cancelled) gets a mark line: it is part of the
+    # format, not damage.
+    session = LiveSession(config.sessions_dir, "telegram:42")
+    session.append([{"role": "user", "content": "Напомни про врача, 明天上午"}])
+    session.mark(0, unanswered=True)
+    assert b'"_type":"mark"' in session.path.read_bytes()
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "transcripts: ok" in out and "unreadable" not in out

@@ -94,11 +94,22 @@ def _scan_file(path: Path, *, live: bool) -> list[TranscriptDamage]:
             if not _is_metadata(first):
                 found.append(TranscriptDamage(path, 1, "metadata", live))
             for number, raw in enumerate(f, start=2):
-                if raw.endswith(b"\n") and raw.strip() and parse_message_line(raw) is None:
+                if raw.endswith(b"\n") and raw.strip() and not _readable(raw):
                     found.append(TranscriptDamage(path, number, "message", live))
     except OSError:
         pass
     return found
+
+
+def _readable(line: bytes) -> bool:
+    """A message, or the mark a live session appends to flag one (unanswered, cancelled)."""
+    if parse_message_line(line) is not None:
+        return True
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("_type") == "mark"
 
 
 def _is_metadata(line: bytes) -> bool:
