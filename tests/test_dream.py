@@ -372,3 +372,21 @@ async def test_serve_does_not_print_a_dream_with_nothing_new(
     assert not [
         r for r in caplog.records if r.levelno >= logging.INFO and "Nothing new" in r.message
     ]
+
+
+async def test_a_dream_command_that_fails_or_is_refused_reports_an_error(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    # Errors go out as errors: `lore chat -m` exits 1, the web page and chats show a refusal.
+    for command in ("/dream-restore deadbeef", "/dream-log deadbeef", "/dream-restore 不是版本"):
+        outcome = await _cli(lore).send(command)
+        assert not outcome.ok and outcome.text, command
+    _note(lore, "Джон переехал в Хуалянь.")
+    model.fail(ProviderServerError("down", status=503))
+    failed = await _cli(lore).send("/dream")
+    assert not failed.ok and failed.text.startswith("Dream failed, nothing changed")
+    with try_lock(lore.workspace.memory_dir / ".dream.lock") as free:
+        assert free
+        busy = await _cli(lore).send("/dream")
+    assert not busy.ok and busy.text == "Dream is already running on this workspace"
+    assert (await _cli(lore).send("/dream-restore")).ok  # listing versions is no error

@@ -158,8 +158,8 @@ async def _dream(conversation: CommandContext, args: str) -> str | CommandOutput
     try:
         result = await run_dream(conversation.lore)
     except LoreError as exc:  # DreamBusy, or git refusing
-        return str(exc)
-    return result.describe()
+        return CommandOutput(str(exc), ok=False)
+    return CommandOutput(result.describe(), ok=result.status != "failed")
 
 
 async def _dream_log(conversation: CommandContext, args: str) -> str | CommandOutput:
@@ -169,8 +169,8 @@ async def _dream_log(conversation: CommandContext, args: str) -> str | CommandOu
         return CommandOutput(_NOT_OWNER, ok=False)
     try:
         return dream_log(conversation.lore.versions, args.strip() or None)
-    except LoreError as exc:
-        return str(exc)
+    except LoreError as exc:  # no such version, or no version history
+        return CommandOutput(str(exc), ok=False)
 
 
 async def _dream_restore(conversation: CommandContext, args: str) -> str | CommandOutput:
@@ -183,8 +183,8 @@ async def _dream_restore(conversation: CommandContext, args: str) -> str | Comma
         if not sha:
             return dream_versions(conversation.lore.versions)
         return dream_restore(conversation.lore.versions, _dream_lock(conversation.lore), sha)
-    except LoreError as exc:
-        return str(exc)
+    except LoreError as exc:  # no such version, or Dream is running
+        return CommandOutput(str(exc), ok=False)
 
 
 def _dream_lock(lore: Services) -> AbstractContextManager[bool]:
