@@ -41,8 +41,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lore.config import load_config, redact_url
+    from lore.logs import configure_logging
 
     config = load_config(flags={"home": getattr(args, "home", None)})
+    # The connection pool warns on every failed attempt: to lore.log, not the terminal.
+    configure_logging(config.home)
     if args.to:
         report = _to_postgres(config.home, args.to)
         print(f"copied {config.home} into {redact_url(args.to)}")

@@ -23,7 +23,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from lore.config import redact_url
 from lore.errors import StoreError
 
-__all__ = ["LOCK_NAMESPACE", "Connection", "PostgresDatabase", "advisory_key", "migrations"]
+__all__ = [
+    "LOCK_NAMESPACE",
+    "Connection",
+    "PostgresDatabase",
+    "advisory_key",
+    "check_url",
+    "migrations",
+]
 
 Connection = psycopg.Connection[DictRow]
 
@@ -51,6 +58,19 @@ def migrations() -> list[tuple[int, str, ModuleType]]:
     return found
 
 
+def check_url(url: str) -> None:
+    """Refuse an address libpq cannot parse at once: the pool would retry it until its
+    timeout and then only say it cannot connect. The message masks a password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        raise StoreError(
+            f"{redact_url(url)!r} is not a PostgreSQL URL; use postgresql://USER@HOST/DATABASE"
+        ) from None
+
+
 def advisory_key(text: str) -> int:
     """A stable 32-bit key for an advisory lock named by `text` (a scope, a job)."""
     value = 2166136261
@@ -65,6 +85,7 @@ class PostgresDatabase:
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 15.0
     ) -> None:
+        check_url(url)
         self.url = url
         self._local = threading.local()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
