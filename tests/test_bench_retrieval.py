@@ -187,3 +187,21 @@ def test_the_embedding_cache_embeds_a_text_once_per_model_and_side(
     assert inner.seen == ["小狗", "собака", "собака"]  # the query side is its own entry
     assert again.tolist() == [first[1].tolist()]
     assert query[0][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["这不是 JSON", "[1, 2]", '[{"sample_id": "x"}]', '{"conversation": "Привет"}', "\ufeff"],
+    ids=["not json", "not conversations", "no conversation", "an object", "empty"],
+)
+def test_a_file_not_in_locomo_format_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    from lore.cli import main
+
+    path = tmp_path / "locomo.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["bench", "retrieval", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("lore: "), err
+    assert "not a LoCoMo-format file" in err

@@ -62,5 +62,11 @@ def _retrieval(args: argparse.Namespace) -> int:
 
     if not args.file.exists():
         raise LoreError(f"no such file: {args.file}")
-    code: int = load_bench("retrieval").run(args)
+    bench = load_bench("retrieval")
+    try:  # read it once up front: a wrong file is one line, not a traceback mid-run
+        bench.load(args.file)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON, UTF-8, shape
+        problem = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise LoreError(f"{args.file} is not a LoCoMo-format file ({problem})") from None
+    code: int = bench.run(args)
     return code
