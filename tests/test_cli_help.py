@@ -41,3 +41,31 @@ def test_every_command_has_help(path: tuple[str, ...], capsys: pytest.CaptureFix
 @pytest.mark.parametrize("path", [p for p in COMMANDS if p], ids=" ".join)
 def test_every_command_is_in_the_readme(path: tuple[str, ...]) -> None:
     assert f"lore {' '.join(path)}" in README
+
+
+def _groups(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Commands that only group others (`lore memory`, `lore index`)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if prefix:
+                found.append(prefix)
+            for name, sub in action.choices.items():
+                found.extend(_groups(sub, (*prefix, name)))
+    return found
+
+
+@pytest.mark.parametrize("path", _groups(build_parser()), ids=" ".join)
+def test_a_command_group_without_its_action_shows_usage_and_fails(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lore.cli import main
+
+    try:
+        code = main(list(path))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capsys.readouterr()
+    assert code != 0, out
+    assert "usage: lore" in out + err
+

@@ -95,6 +95,28 @@ def test_sessions_show_an_unknown_id_is_one_clear_line(
     assert err.startswith("lore: no session 'ffffffff', closed or live") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sessions", "list", "--limit", "0"],
+        ["sessions", "list", "--limit", "-1"],
+        ["sessions", "show", "ID", "--limit", "-2"],
+    ],
+    ids=" ".join,
+)
+def test_a_count_below_what_makes_sense_is_refused_not_read_as_nothing(
+    lore: Runtime, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # It printed "No closed sessions yet." (or no message at all) beside closed sessions.
+    entry = _archive(lore)
+    argv = [entry.session_id[:8] if word == "ID" else word for word in argv]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--limit" in err
+
+
 def test_lore_dream_with_nothing_new(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dream"]) == 0
     assert capsys.readouterr().out == "Nothing new for Dream since the last run.\n"

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from lore.cli.common import show_usage
+
 __all__ = ["load_bench", "register"]
 
 
@@ -38,7 +40,7 @@ def register(subparsers: Any) -> None:
     )
     retrieval.add_argument("--home", type=Path, metavar="DIR", help="keep the scratch Lore here")
     retrieval.set_defaults(func=_retrieval)
-    parser.set_defaults(func=lambda _: parser.print_help() or 0)
+    parser.set_defaults(func=lambda args: show_usage(parser))
 
 
 def load_bench(name: str) -> ModuleType:

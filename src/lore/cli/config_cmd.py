@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_common, load_runtime, print_json
+from lore.cli.common import add_common, load_runtime, print_json, show_usage
 
 __all__ = ["register"]
 
@@ -14,7 +14,7 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "config", help="show the effective settings", description="Inspect Lore's settings."
     )
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser(
         "show",
         help="print the effective settings (flag > environment > config.toml > default)",
@@ -23,6 +23,7 @@ def register(subparsers: Any) -> None:
     add_common(show)
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=run_show)
+    parser.set_defaults(func=lambda args: show_usage(parser))
 
 
 def run_show(args: argparse.Namespace) -> int:

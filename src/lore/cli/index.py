@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_common, print_json, runtime
+from lore.cli.common import add_common, print_json, runtime, show_usage
 
 __all__ = ["register"]
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     add_common(stats)
     stats.add_argument("--json", action="store_true", help="print as JSON")
     stats.set_defaults(func=_stats)
-    parser.set_defaults(func=lambda _: parser.print_help() or 0)
+    parser.set_defaults(func=lambda args: show_usage(parser))
 
 
 def _rebuild(args: argparse.Namespace) -> int:

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, load_runtime, print_json, session_key
+from lore.cli.common import add_common, load_runtime, print_json, session_key, show_usage
 
 if TYPE_CHECKING:
     from lore.runtime import Runtime
@@ -21,7 +22,7 @@ def register(subparsers: Any) -> None:
         description="Closed (archived) sessions: the index in sessions/_sessions.jsonl and "
         "the exact transcripts in sessions/archive/.",
     )
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
 
     listing = actions.add_parser(
         "list", help="closed sessions, newest first", description="Closed sessions, newest first."
@@ -36,7 +37,9 @@ def register(subparsers: Any) -> None:
         help="only this conversation",
     )
     listing.add_argument("--slug", metavar="TEXT", help="only slugs containing TEXT")
-    listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    listing.add_argument(
+        "--limit", type=_count(1), default=20, help="at most this many (default 20)"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=_list)
 
@@ -48,9 +51,27 @@ def register(subparsers: Any) -> None:
     add_common(show)
     show.add_argument("session_id", metavar="ID", help="session id (or its first characters)")
     show.add_argument("--offset", type=int, default=0, help="first message (negative: from end)")
-    show.add_argument("--limit", type=int, default=0, help="at most this many (default: all)")
+    show.add_argument(
+        "--limit", type=_count(0), default=0, help="at most this many (default 0: all)"
+    )
     show.add_argument("--json", action="store_true", help="print JSON: metadata and messages")
     show.set_defaults(func=_show)
+    parser.set_defaults(func=lambda args: show_usage(parser))
+
+
+def _count(lowest: int) -> Callable[[str], int]:
+    """A whole number from `lowest` on: below it, "none" would read as "there are none"."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = lowest - 1
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {lowest}, not {text!r}")
+        return value
+
+    return parse
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -63,7 +84,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.slug:
         entries = [e for e in entries if args.slug.lower() in e.slug.lower()]
     entries = sorted(reversed(entries), key=lambda e: e.ended_at, reverse=True)
-    entries = entries[: max(args.limit, 0)]
+    entries = entries[: args.limit]
     if args.json:
         print_json([e.to_dict() for e in entries])
         return 0
@@ -92,7 +113,7 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
     session = found[0]
     total = len(session.messages)
     start = args.offset if args.offset >= 0 else max(total + args.offset, 0)
-    end = total if not args.limit else min(total, start + max(args.limit, 0))
+    end = total if not args.limit else min(total, start + args.limit)
     messages = session.messages[start:end]
     if args.json:
         meta = {"session_id": session.meta.session_id, "key": session.key, "live": True}
