@@ -228,3 +228,32 @@ def test_slash_forget_everywhere_shows_first_then_erases(
     assert main(["chat", "-m", f"/forget {memory.id} everywhere yes"]) == 0
     assert "no copy is left" in capsys.readouterr().out
     assert not [w for w, data in _every_byte(config.home) if "Петрова".encode() in data]
+
+
+def test_forget_everywhere_prints_json_when_asked(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `lore memory forget ID --everywhere --json` took --json and printed prose.
+    lore = build(config, provider=ScriptedProvider())
+    lore.session(KEY).append(
+        [
+            {"role": "user", "content": "我的医生是王大夫，每周五见面"},
+            {"role": "assistant", "content": "Записал: доктор Ван по пятницам."},
+        ]
+    )
+    memory, _ = lore.memory.remember(
+        KEY, "医生是王大夫", author="anna", via="cli", now=lore.clock.now()
+    )
+    lore.db.close()
+    assert main(["memory", "forget", str(memory.id), "--everywhere", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["memory_id"] == memory.id and shown["erased"] is False
+    assert {"where": "lore.db", "count": 1, "what": "memory", "note": f"#{memory.id}"} in shown[
+        "found"
+    ]
+    assert main(["forget", "--everywhere", "--phrase", "王大夫", "--yes", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["phrase"] == "王大夫" and done["erased"] is True and done["left"] == []
+    assert any(place["where"].startswith("sessions/") for place in done["found"])
+    assert main(["forget", "--everywhere", "--phrase", "王大夫", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["found"] == []

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("id", nargs="?", metavar="ID", help="a memory's number (e.g. 12 or #12)")
     parser.add_argument("--phrase", metavar="TEXT", help="erase this exact text instead")
     add_everywhere_flags(parser, required=True)
-    add_scoped(parser, json_flag=False)
+    add_scoped(parser, json_flag=True)
     parser.set_defaults(func=run)
 
 
@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
 def forget_everywhere(args: argparse.Namespace, memory: str | None, phrase: str | None) -> int:
     """The dry run (or, with --yes, the erasure) for a memory id or a phrase."""
-    from lore.cli.common import runtime
+    from lore.cli.common import print_json, runtime
     from lore.errors import InvalidInputError
-    from lore.memory.purge import forget_everywhere as purge
+    from lore.memory.purge import purge_everywhere
 
     memory_id = None
     if memory is not None:
@@ -67,7 +67,7 @@ def forget_everywhere(args: argparse.Namespace, memory: str | None, phrase: str 
             raise InvalidInputError(f"{memory!r} is not a memory number; see `lore memory list`")
         memory_id = int(text)
     with runtime(args) as lore:
-        lines = purge(
+        report = purge_everywhere(
             lore,
             args.session,
             memory_id=memory_id,
@@ -75,7 +75,9 @@ def forget_everywhere(args: argparse.Namespace, memory: str | None, phrase: str 
             erase=args.yes,
             by=lore.config.user_name,
             via="cli",
-            confirm="Run again with --yes to erase all of it.",
         )
-    print("\n".join(lines))
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print("\n".join(report.lines("Run again with --yes to erase all of it.")))
     return 0

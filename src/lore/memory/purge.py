@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,9 +39,11 @@ __all__ = [
     "MIN_CHARS",
     "Place",
     "PurgePlan",
+    "PurgeReport",
     "apply",
     "forget_everywhere",
     "plan",
+    "purge_everywhere",
     "texts_of_memory",
 ]
 
@@ -93,6 +95,50 @@ class PurgePlan:
         return not self.places
 
 
+@dataclass(frozen=True)
+class PurgeReport:
+    """What forget-everywhere found (and, when `erased`, erased) for a memory or a phrase."""
+
+    memory_id: int | None
+    phrase: str | None
+    subject: str  # "memory #12 and the message it came from", "the phrase"
+    home: Path
+    found: list[Place]
+    unredactable: list[str]  # places holding the text that are not text
+    erased: bool
+    left: list[str]  # where a copy was still found after erasing
+
+    def lines(self, confirm: str) -> list[str]:
+        """What `lore forget --everywhere` and `/forget ID everywhere` say."""
+        lines = [f"Forget everywhere: {self.subject}."]
+        if not self.found and not self.unredactable and self.memory_id is None:
+            return [*lines, f"No copy found under {self.home}."]
+        listing = [f"  {place.describe()}" for place in self.found]
+        listing += [
+            f"  {where}: holds it but is not text; delete it yourself"
+            for where in self.unredactable
+        ]
+        if not self.erased:
+            return [*lines, "Found:", *listing, f"Nothing was changed. {confirm}"]
+        lines += ["Erased:", *listing]
+        if self.left:
+            return [*lines, "Still found afterwards:", *(f"  {where}" for where in self.left)]
+        return [*lines, f"Checked afterwards: no copy is left under {self.home}."]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "memory_id": self.memory_id,
+            "phrase": self.phrase,
+            "found": [
+                {"where": p.where, "count": p.count, "what": p.what, "note": p.note}
+                for p in self.found
+            ],
+            "not_text": self.unredactable,
+            "erased": self.erased,
+            "left": self.left,
+        }
+
+
 def forget_everywhere(
     lore: Lore,
     scope: str,
@@ -106,6 +152,24 @@ def forget_everywhere(
 ) -> list[str]:
     """What `lore forget --everywhere` and `/forget ID everywhere` say: every copy found,
     and, when `erase`, that each was erased and what (if anything) is left."""
+    report = purge_everywhere(
+        lore, scope, memory_id=memory_id, phrase=phrase, erase=erase, by=by, via=via
+    )
+    return report.lines(confirm)
+
+
+def purge_everywhere(
+    lore: Lore,
+    scope: str,
+    *,
+    memory_id: int | None = None,
+    phrase: str | None = None,
+    erase: bool,
+    by: str,
+    via: str,
+) -> PurgeReport:
+    """Every copy of a memory (and the message it came from) or of a phrase under the
+    home; erased, and searched for again, when `erase`."""
     if memory_id is not None:
         _, texts = texts_of_memory(lore, scope, memory_id)
         subject = f"memory #{memory_id}" + (
@@ -116,22 +180,23 @@ def forget_everywhere(
     else:
         raise InvalidInputError("give a memory id or a phrase to forget")
     found = plan(lore, texts)
-    lines = [f"Forget everywhere: {subject}."]
-    if found.empty and not found.unredactable and memory_id is None:
-        return [*lines, f"No copy found under {lore.config.home}."]
-    listing = [f"  {place.describe()}" for place in found.places]
-    listing += [
-        f"  {where}: holds it but is not text; delete it yourself" for where in found.unredactable
-    ]
-    if not erase:
-        return [*lines, "Found:", *listing, f"Nothing was changed. {confirm}"]
+    report = PurgeReport(
+        memory_id,
+        phrase,
+        subject,
+        lore.config.home,
+        list(found.places),
+        list(found.unredactable),
+        erased=False,
+        left=[],
+    )
+    nothing = found.empty and not found.unredactable and memory_id is None
+    if not erase or nothing:
+        return report
     if memory_id is not None:
         lore.memory.forget(scope, memory_id, by=by, via=via, now=lore.clock.now())
     left = apply(lore, found, by=by, via=via)
-    lines += ["Erased:", *listing]
-    if left:
-        return [*lines, "Still found afterwards:", *(f"  {where}" for where in left)]
-    return [*lines, f"Checked afterwards: no copy is left under {lore.config.home}."]
+    return replace(report, erased=True, left=list(left))
 
 
 def texts_of_memory(lore: Lore, scope: str, memory_id: int) -> tuple[Memory, list[str]]:
