@@ -137,6 +137,36 @@ def test_lore_dream_log_and_restore(
     assert "John lives in Hualien" not in (lore.workspace.root / "MEMORY.md").read_text()
 
 
+def test_lore_dream_prints_json_when_asked(
+    lore: Runtime, model: ScriptedProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    assert main(["dream", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "nothing-new"
+    assert main(["dream", "--log", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"sha": None, "diff": ""}
+    History(lore.workspace.memory_dir).append(KEY, "Джон живёт в 花莲.", now=lore.clock.now())
+    content = "# Memory\n\n- Джон живёт в 花莲.\n"
+    model.tool_call("write_file", {"path": "MEMORY.md", "content": content}).reply("готово")
+    sha = asyncio.run(run_dream(lore)).sha
+    assert sha is not None
+    assert main(["dream", "--log", sha[:8], "--json"]) == 0
+    log = json.loads(capsys.readouterr().out)
+    assert log["sha"] == sha and "+- Джон живёт в 花莲." in log["diff"]
+    assert main(["dream", "--restore", "--json"]) == 0
+    (version,) = json.loads(capsys.readouterr().out)
+    assert version["sha"] == sha and version["message"].startswith("dream:")
+    assert main(["dream", "--restore", sha[:8], "--json"]) == 0
+    undone = json.loads(capsys.readouterr().out)
+    assert undone["reverted"] == sha and len(undone["version"]) == 40
+    assert "花莲" not in (lore.workspace.root / "MEMORY.md").read_text(encoding="utf-8")
+    # A run that fails (here: a model with nothing to say) is data too, and exits 1.
+    History(lore.workspace.memory_dir).append(KEY, "Джон любит чай.", now=lore.clock.now())
+    assert main(["dream", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["status"] == "failed"
+
+
 def _dream_once(lore: Runtime, model: ScriptedProvider) -> str:
     import asyncio
 

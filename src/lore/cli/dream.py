@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_common, load_runtime
+from lore.cli.common import add_common, load_runtime, print_json
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from lore.ports.notes import Versions
 
 __all__ = ["register"]
 
@@ -34,6 +40,7 @@ def register(subparsers: Any) -> None:
         metavar="SHA",
         help="list Dream versions, or undo version SHA as a new version",
     )
+    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
 
@@ -41,28 +48,53 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from lore.memory.dream import run_dream
-    from lore.memory.dream_history import dream_log, dream_restore, dream_versions
 
     lore = load_runtime(args)
     if args.log is not None:
-        print(dream_log(lore.versions, args.log or None))
-        return 0
+        return _log(lore.versions, args)
     if args.restore is not None:
         lock = lore.exclusive("dream", lore.workspace.memory_dir / ".dream.lock")
-        versions = lore.versions
-        print(
-            dream_restore(versions, lock, args.restore)
-            if args.restore
-            else dream_versions(versions)
-        )
-        return 0
+        return _restore(lore.versions, lock, args)
 
     async def main() -> int:
         try:
             result = await run_dream(lore)
         finally:
             await lore.aclose()
-        print(result.describe())
+        if args.json:
+            print_json(asdict(result))
+        else:
+            print(result.describe())
         return 1 if result.status == "failed" else 0
 
     return asyncio.run(main())
+
+
+def _log(versions: Versions, args: argparse.Namespace) -> int:
+    from lore.memory.dream_history import dream_diff, dream_log
+
+    if args.json:
+        sha, diff = dream_diff(versions, args.log or None)
+        print_json({"sha": sha, "diff": diff})
+    else:
+        print(dream_log(versions, args.log or None))
+    return 0
+
+
+def _restore(
+    versions: Versions, lock: AbstractContextManager[bool], args: argparse.Namespace
+) -> int:
+    from lore.memory.dream_history import dream_commits, dream_restore, dream_versions, undo_version
+
+    if not args.json:
+        print(
+            dream_restore(versions, lock, args.restore)
+            if args.restore
+            else dream_versions(versions)
+        )
+    elif args.restore:
+        reverted, version = undo_version(versions, lock, args.restore)
+        print_json({"reverted": reverted, "version": version})
+    else:
+        print_json([asdict(commit) for commit in dream_commits(versions)])
+    return 0
