@@ -69,3 +69,18 @@ def test_a_command_group_without_its_action_shows_usage_and_fails(
     assert code != 0, out
     assert "usage: lore" in out + err
 
+
+# Commands that act or talk rather than print data: a chat, a server, an archive written
+# or read back, a copy between databases, a health check read by a person.
+_NO_DATA = {("chat",), ("serve",), ("mcp",), ("backup",), ("restore",), ("migrate",), ("doctor",)}
+
+
+@pytest.mark.parametrize("path", [p for p in COMMANDS if p and p not in _NO_DATA], ids=" ".join)
+def test_every_command_that_prints_data_takes_json(path: tuple[str, ...]) -> None:
+    parser = build_parser()
+    for word in path:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = sub.choices[word]
+    if any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+        return  # a group: its actions are checked one by one
+    assert any("--json" in a.option_strings for a in parser._actions), path
