@@ -200,3 +200,21 @@ def test_sessions_show_reads_the_live_session_by_its_id(
     assert data["session"]["live"] is True and data["messages"][0]["content"] == "晴天。"
     assert main(["sessions", "show", "ffffffff"]) == 1
     assert "no session 'ffffffff', closed or live" in capsys.readouterr().err
+
+
+def test_a_session_of_one_message_is_counted_in_the_singular(
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lore.session("telegram:7").append([{"role": "user", "content": "Привет", "author": "anna"}])
+    entry = close_session(lore, "telegram:7")
+    assert entry is not None
+    lore.session(KEY).append([{"role": "user", "content": "你好", "author": "john"}])
+    live = lore.session(KEY).meta.session_id
+    assert main(["sessions", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "· 1 message\n" in listed and "1 messages" not in listed
+    assert main(["sessions", "show", entry.session_id[:8]]) == 0
+    header = f"Session {entry.session_id} · telegram:7 · {entry.slug} · 1 message\n"
+    assert capsys.readouterr().out.startswith(header)
+    assert main(["sessions", "show", live[:8]]) == 0
+    assert capsys.readouterr().out.startswith(f"Session {live} · {KEY} · live · 1 message\n")

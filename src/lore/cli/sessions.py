@@ -119,7 +119,8 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
         meta = {"session_id": session.meta.session_id, "key": session.key, "live": True}
         print_json({"session": meta, "offset": start, "messages": messages})
         return 0
-    print(f"Session {session.meta.session_id} · {session.key} · live · {total} messages")
+    count = f"{total} message{'s' if total != 1 else ''}"
+    print(f"Session {session.meta.session_id} · {session.key} · live · {count}")
     for number, message in enumerate(messages, start=start):
         print()
         print(render_message(number, message, lore.zone))
@@ -148,7 +149,8 @@ def _show(args: argparse.Namespace) -> int:
         print_json({"session": entry.to_dict(), "offset": start, "messages": messages})
         return 0
     page = Page(start, messages)
-    print(f"Session {entry.session_id} · {entry.key} · {entry.slug} · {total} messages")
+    count = f"{total} message{'s' if total != 1 else ''}"
+    print(f"Session {entry.session_id} · {entry.key} · {entry.slug} · {count}")
     print(f"transcript: {entry.transcript_path}")
     print(f"summary:    {entry.memory_path or '(' + entry.summary + ')'}")
     for number, message in enumerate(page.messages, start=page.start):

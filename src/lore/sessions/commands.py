@@ -30,7 +30,8 @@ async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
     settings = lore.config.session_memory
     summary = settings.enabled and users >= settings.min_user_messages
     return (
-        f"New session started. The previous one ({entry.message_count} messages) is archived "
+        f"New session started. The previous one ({entry.message_count} "
+        f"message{'s' if entry.message_count != 1 else ''}) is archived "
         f"as {entry.transcript_path}" + ("; its summary is being written." if summary else ".")
     )
 

@@ -114,7 +114,8 @@ class SessionListTool:
                 found = [e for e in found if wanted.lower() in (getattr(e, field) or "").lower()]
         live = self._sessions.live(ctx.scope)
         lines = [
-            f"Live session: {live.meta.session_id} ({len(live.messages)} messages); "
+            f"Live session: {live.meta.session_id} ({len(live.messages)} "
+            f"message{'s' if len(live.messages) != 1 else ''}); "
             "session_history() with no id shows it."
         ]
         if not found:
@@ -240,7 +241,7 @@ def describe_session(entry: ArchivedSession, zone: tzinfo) -> str:
     summary = entry.memory_path or f"({entry.summary})"
     return (
         f"- {entry.session_id} · ended {_local(entry.ended_at, zone)} · {entry.slug} · "
-        f"{entry.message_count} messages\n"
+        f"{entry.message_count} message{'s' if entry.message_count != 1 else ''}\n"
         f"  transcript: {entry.transcript_path}\n"
         f"  summary: {summary}"
     )
