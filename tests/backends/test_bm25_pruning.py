@@ -1,17 +1,22 @@
 """PostgreSQL text search leaves common words out of the rows it ranks only when that
 cannot change the answer: with pruning, the same entries in the same order as ranking
-every row that holds a word of the query, in English, Chinese and Russian. A small
-`common_rows` makes a word held by a few dozen entries count as common."""
+every row that holds a word of the query, in English, Chinese and Russian, in the
+search index and in the memory store (whose order is also the SQLite store's). A small
+`common_rows` makes a word held by a few dozen rows count as common."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from lore.backends.local.database import Database
+from lore.backends.local.memories import SQLiteMemoryStore
 from lore.backends.postgres.database import PostgresDatabase
+from lore.backends.postgres.memories import PostgresMemoryStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
 from lore.ports.search import Entry
 
@@ -145,3 +150,35 @@ def test_a_rare_pair_of_characters_finds_only_entries_holding_the_whole_chinese_
         found, expected = both(indexes, "海鲜晚餐 妈妈", limit=limit)
         assert expected, limit
         assert found == expected, limit
+
+
+def test_memory_search_prunes_a_common_word_and_still_ranks_as_the_sqlite_store(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The PostgreSQL memory store ranks only the memories of the rarer words when it
+    may, and the order is still the SQLite store's (which ranks every memory), in all
+    three languages."""
+    local_db, pg_db = Database(tmp_path / "lore.db"), PostgresDatabase(postgres_url, max_size=2)
+    local, pg = SQLiteMemoryStore(local_db), PostgresMemoryStore(pg_db, common_rows=COMMON_ROWS)
+    texts = [f"{text} {n}" for n, text in enumerate(t for lang in LANGUAGES for t in corpus(lang))]
+    started = datetime.fromtimestamp(NOW, UTC)
+    for store in (local, pg):
+        with store.batch():
+            for n, text in enumerate(texts):
+                moment = started + timedelta(seconds=n)
+                store.remember(SCOPE, text, author="ben", via="cli", now=moment)
+    later = started + timedelta(days=1)
+    for _, common, rare, _, _ in LANGUAGES.values():
+        for query in (f"{common[0]} {rare}", f"{rare} {common[0]} {common[1]}"):
+            expected = [m.content for m in local.search(SCOPE, query, now=later, limit=5)]
+            assert len(expected) == 5, query
+            before = pg.pruned_searches
+            found = [m.content for m in pg.search(SCOPE, query, now=later, limit=5)]
+            assert found == expected, query
+            assert pg.pruned_searches == before + 1, query
+            # More than the rare word holds: the common word's memories are ranked too.
+            expected = [m.content for m in local.search(SCOPE, query, now=later, limit=30)]
+            assert len(expected) == 30, query
+            assert [m.content for m in pg.search(SCOPE, query, now=later, limit=30)] == expected
+    local_db.close()
+    pg_db.close()

@@ -20,7 +20,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from lore.backends.memory_writes import MemoryWrites
-from lore.backends.postgres.bm25 import Bm25Ranking, ColumnWeights
+from lore.backends.postgres.bm25 import COMMON_ROWS, Bm25Ranking, ColumnWeights
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.errors import NotFoundError
 from lore.ports.memories import (
@@ -52,7 +52,9 @@ _TERMS = (
 class PostgresMemoryStore(MemoryWrites[Connection]):
     """Memories, per scope. Each public write is one transaction."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, *, common_rows: int | None = COMMON_ROWS) -> None:
+        """`common_rows`: a query word held by more memories than this may be left to
+        score only the memories its rarer words find (None: never)."""
         self._db = db
         self._ranking = Bm25Ranking(
             "memories",
@@ -61,7 +63,13 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
             holding=_holding,
             then="updated_at DESC, id",
             columns=", updated_at",
+            common_rows=common_rows,
         )
+
+    @property
+    def pruned_searches(self) -> int:
+        """Searches answered by ranking only the memories their rarer words find."""
+        return self._ranking.pruned
 
     # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
 
