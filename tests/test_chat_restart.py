@@ -163,6 +163,27 @@ async def test_a_crash_after_the_webhook_was_answered_loses_no_message(
     assert said == ["记得明天带护照 / не забудь паспорт", "好的，护照。Паспорт — да."]
 
 
+async def test_a_message_a_stopped_process_left_is_answered_at_once_by_the_next_one(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeLine
+) -> None:
+    settings = _line(config, fake)
+    event = Webhooks(fake).text("明天带护照 / паспорт завтра", user=JOHN)
+    async with _line_channel(settings, model, clock) as (first, channel):
+        await channel.handle(channel.parse(*_signed(event)))  # recorded, not answered
+        await _crash(channel._tasks)
+        async with _line_channel(settings, model, clock) as (_, other):
+            assert other.inbox.sweep() == []  # its holder lives: not another's to answer
+    # That process has ended: no waiting for its lease to run out (the clock stands).
+    model.reply("好的 / хорошо")
+    async with _line_channel(settings, model, clock) as (lore, channel):
+        [left] = channel.inbox.sweep()
+        await channel.resume(left)
+        await channel.drain()
+        assert channel.inbox.sweep() == []
+    [push] = fake.sent
+    assert (push["to"], _texts(push)) == (JOHN, ["好的 / хорошо"])
+
+
 async def test_forget_everywhere_rewrites_a_message_not_yet_answered_which_is_answered_once(
     config: Config,
     model: ScriptedProvider,

@@ -7,7 +7,7 @@
     core
     ports, events
     llm, config, config_file, errors, clock, logs, text, secrets, schedule, embed,
-    e5_numpy   (bottom)
+    e5_numpy, files, keys, lease_holder   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too. For
 cycles, imports under TYPE_CHECKING do not: they never run, and a Protocol naming the
@@ -37,7 +37,15 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("lore.config_file",)),
     (
         0,
-        ("lore.secrets", "lore.schedule", "lore.embed", "lore.e5_numpy", "lore.files", "lore.keys"),
+        (
+            "lore.secrets",
+            "lore.schedule",
+            "lore.embed",
+            "lore.e5_numpy",
+            "lore.files",
+            "lore.keys",
+            "lore.lease_holder",
+        ),  # fmt: skip
     ),
 ]
 

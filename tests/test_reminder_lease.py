@@ -34,7 +34,8 @@ _CHILD = textwrap.dedent(
     now = datetime.fromisoformat(sys.argv[2])
     lore = build(load_config(flags={"home": sys.argv[1], "model": "scripted"}))
     lore.reminders.claim_due(now)
-    items = lore.outbox.lease(owner="doomed", now=now, seconds=60)
+    owner = lore.lease_holder.name if sys.argv[4] == "holder" else "doomed"
+    items = lore.outbox.lease(owner=owner, now=now, seconds=60)
     if sys.argv[3] == "after-write":
         deliver = session_delivery(lore.sessions, lambda scope: None)
         for item in items:
@@ -45,13 +46,18 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _killed_mid_delivery(home: Path, now: datetime, moment: str) -> int:
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(home), now.isoformat(), moment],
+def _leasing(home: Path, now: datetime, moment: str, owner: str) -> subprocess.Popen[str]:
+    """A process that has leased the due reminders and hangs; and how many it leased."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(home), now.isoformat(), moment, owner],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "LORE_HOME": str(home)},
     )
+
+
+def _killed_mid_delivery(home: Path, now: datetime, moment: str, owner: str = "named") -> int:
+    child = _leasing(home, now, moment, owner)
     assert child.stdout is not None
     leased = int(child.stdout.readline())
     os.kill(child.pid, signal.SIGKILL)
@@ -66,11 +72,14 @@ def _add(home: Path, count: int) -> None:
     lore.db.close()
 
 
-async def _restart_and_deliver(home: Path, at: datetime) -> list[int]:
+async def _restart_and_deliver(home: Path, at: datetime, *, holder: bool = False) -> list[int]:
     lore = build(load_config(flags={"home": str(home), "model": "scripted"}), clock=FixedClock(at))
     deliver = session_delivery(lore.sessions, lambda scope: None)
-    delivered = await Scheduler(lore.reminders, lore.clock, deliver).run_once(at)
-    lore.db.close()
+    scheduler = Scheduler(
+        lore.reminders, lore.clock, deliver, holder=lore.lease_holder if holder else None
+    )
+    delivered = await scheduler.run_once(at)
+    lore.close()
     return [d.id for d in delivered]
 
 
@@ -90,6 +99,25 @@ async def test_killed_between_claim_and_delivery_each_reminder_arrives_once(
     # ...and once it ran out, the restarted scheduler delivers each of them, once.
     assert sorted(await _restart_and_deliver(home, NOW + timedelta(minutes=2))) == [1, 2, 3]
     assert await _restart_and_deliver(home, NOW + timedelta(minutes=5)) == []
+    assert sorted(_session_reminders(home)) == [1, 2, 3]
+
+
+async def test_what_a_killed_process_held_is_delivered_at_once_not_when_its_lease_runs_out(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    _add(home, 3)
+    living = _leasing(home, NOW, "before-write", "holder")
+    try:
+        assert living.stdout is not None and int(living.stdout.readline()) == 3
+        # Its holder lives: its leases stand, though it is slow.
+        assert await _restart_and_deliver(home, NOW + timedelta(seconds=1), holder=True) == []
+    finally:
+        living.kill()  # SIGKILL
+        living.wait()
+    soon = NOW + timedelta(seconds=2)  # its lease would run for another 58 seconds
+    assert sorted(await _restart_and_deliver(home, soon, holder=True)) == [1, 2, 3]
+    assert await _restart_and_deliver(home, NOW + timedelta(minutes=5), holder=True) == []
     assert sorted(_session_reminders(home)) == [1, 2, 3]
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lore.core.feature import Feature
     from lore.core.tools import ToolRegistry
     from lore.events import Emit, Trust
+    from lore.lease_holder import LeaseHolder
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.chat_ledger import ChatLedger
@@ -140,8 +141,18 @@ class Runtime:
 
         return PostgresBackend(self.config.database_url)
 
+    @cached_property
+    def lease_holder(self) -> LeaseHolder:
+        """This process as the holder of leases: what it leaves when it ends is taken
+        over at once by the next process of this home."""
+        from lore.lease_holder import LeaseHolder
+
+        return LeaseHolder(self.config.home / ".holders")
+
     def close(self) -> None:
         """Close what the stores opened (commands that never start the event loop)."""
+        if "lease_holder" in self.__dict__:
+            self.lease_holder.close()
         if "db" in self.__dict__:
             self.db.close()
         if self.__dict__.get("postgres") is not None:

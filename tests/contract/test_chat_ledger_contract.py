@@ -110,6 +110,25 @@ def test_an_update_never_handled_is_claimed_after_a_restart_with_its_payload(
     assert after.claim("telegram", owner="C", now=later + timedelta(hours=1), seconds=1) == []
 
 
+def test_the_leases_of_an_ended_process_run_out_at_once_on_its_channel_only(
+    ledger: ChatLedger,
+) -> None:
+    _receive(ledger, "e1", "奶奶几点到 / когда прилетит бабушка", owner="ended")
+    _receive(ledger, "e2", owner="ended", channel="telegram")
+    _receive(ledger, "e3", owner="alive")
+    _receive(ledger, "e4", owner="ended")
+    ledger.handled("line", "e4")
+    soon = NOW + timedelta(seconds=1)
+    assert ledger.end_leases("line", []) == 0
+    assert ledger.end_leases("line", ["ended"]) == 1  # e4 is handled: nothing to end
+    claimed = ledger.claim("line", owner="heir", now=soon, seconds=LEASE)
+    assert [(c.key, c.payload["message"]["text"]) for c in claimed] == [
+        ("e1", "奶奶几点到 / когда прилетит бабушка")
+    ]
+    assert ledger.claim("line", owner="other", now=soon, seconds=LEASE) == []  # heir's now
+    assert ledger.claim("telegram", owner="heir", now=soon, seconds=LEASE) == []
+
+
 def test_a_handled_update_is_never_claimed_and_its_text_is_dropped(ledger: ChatLedger) -> None:
     _receive(ledger, "e1")
     ledger.handled("line", "e1")

@@ -99,6 +99,23 @@ def test_a_lease_that_runs_out_is_taken_over_and_the_old_holder_cannot_finish(
     assert outbox.lease(owner="third", now=later(3600)) == []
 
 
+def test_the_leases_of_an_ended_process_run_out_at_once_and_no_one_elses(
+    outbox: Outbox,
+) -> None:
+    mine, theirs, done = put(outbox, "m"), put(outbox, "t", scope=GROUP), put(outbox, "d")
+    outbox.lease(owner="ended", now=NOW, scopes=[HOME], seconds=60)
+    outbox.lease(owner="alive", now=NOW, scopes=[GROUP], seconds=60)
+    assert outbox.done(done.id, owner="ended", now=NOW)
+    assert outbox.end_leases([]) == 0
+    assert outbox.end_leases(["ended", "never-held-any"]) == 1  # the one still pending
+    assert outbox.ready_scopes(later(1)) == [HOME]
+    [taken] = outbox.lease(owner="heir", now=later(1))  # not the live process's item
+    assert (taken.id, taken.attempts) == (mine.id, 0)
+    assert outbox.done(mine.id, owner="heir", now=later(2))
+    assert outbox.lease(owner="heir", now=later(2)) == []
+    assert [i.id for i in outbox.lease(owner="heir", now=later(61))] == [theirs.id]
+
+
 def test_lease_takes_ready_items_oldest_first_up_to_the_limit_of_the_given_scopes(
     outbox: Outbox,
 ) -> None:

@@ -24,6 +24,7 @@ from lore.ports.chat_ledger import RETENTION, Received
 
 if TYPE_CHECKING:
     from lore.clock import Clock
+    from lore.lease_holder import LeaseHolder
     from lore.ports.chat_ledger import ChatLedger
     from lore.runtime import Runtime
 
@@ -39,13 +40,22 @@ _PRUNE_EVERY = timedelta(hours=1)
 
 class ChatInbox:
     def __init__(
-        self, ledger: ChatLedger, channel: str, clock: Clock, *, lease: float = LEASE_SECONDS
+        self,
+        ledger: ChatLedger,
+        channel: str,
+        clock: Clock,
+        *,
+        lease: float = LEASE_SECONDS,
+        holder: LeaseHolder | None = None,
     ) -> None:
         self.ledger = ledger
         self.channel = channel
         self.clock = clock
         self.lease = lease
-        self.owner = uuid.uuid4().hex  # this process, as the holder of leases
+        # This process as the holder of leases; with a holder, what a process that ended
+        # left unhandled is taken over at the next sweep, not when its lease runs out.
+        self.holder = holder
+        self.owner = holder.name if holder is not None else uuid.uuid4().hex
         self._pruned: datetime | None = None
 
     def receive(self, key: str, payload: dict[str, Any]) -> bool:
@@ -77,6 +87,8 @@ class ChatInbox:
         """Renew the leases this process holds; claim what a dead process left."""
         now = self.clock.now()
         self.ledger.renew(self.channel, owner=self.owner, now=now, seconds=self.lease)
+        if self.holder is not None and (gone := self.holder.gone()):
+            self.ledger.end_leases(self.channel, gone)
         return self.ledger.claim(self.channel, owner=self.owner, now=now, seconds=self.lease)
 
     async def keep(self, handle: Callable[[Received], Awaitable[None]]) -> None:

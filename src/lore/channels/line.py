@@ -117,7 +117,7 @@ class LineChannel:
         self._last: dict[str, asyncio.Future[None]] = {}
         self._names: dict[tuple[str, str], tuple[str, float]] = {}
         self._asking: dict[tuple[str, str], asyncio.Future[str]] = {}
-        self.inbox = ChatInbox(lore.chat_ledger, "line", lore.clock)
+        self.inbox = ChatInbox(lore.chat_ledger, "line", lore.clock, holder=lore.lease_holder)
         self.bot_id = ""
         self.bot_name = ""
         self.approvals: ChatApprovals[str] = ChatApprovals(self._push_text, "line")

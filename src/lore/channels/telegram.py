@@ -66,7 +66,7 @@ class TelegramChannel:
         self.me_id = 0
         self.me_username = ""
         self.approvals = TelegramApprovals(self._send)
-        self.inbox = ChatInbox(lore.chat_ledger, "telegram", lore.clock)
+        self.inbox = ChatInbox(lore.chat_ledger, "telegram", lore.clock, holder=lore.lease_holder)
         self.ready = asyncio.Event()  # set once the bot knows itself and its webhook is set
 
     def check_installed(self) -> None:

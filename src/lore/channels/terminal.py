@@ -196,6 +196,7 @@ def _start_scheduler(lore: Runtime, key: str) -> Scheduler:
         scope=key,
         accepts=lambda scope: terminal_delivers(lore, scope),
         max_sleep=poll,
+        holder=lore.lease_holder,
     )
     lore.background.spawn(scheduler.run_forever, name="reminders")
     return scheduler

@@ -137,6 +137,7 @@ async def serve(
         accepts=accepts,
         max_sleep=poll,
         lease_seconds=lore.config.reminders.lease_seconds,
+        holder=lore.lease_holder,
     )
     try:
         # A service manager stops us with SIGTERM: finish the delivery in hand, then exit.

@@ -66,6 +66,10 @@ class ChatLedger(Protocol):
         """Unhandled updates whose lease ran out (their process died), oldest first, now
         leased by `owner`."""
 
+    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
+        """The leases these owners hold on unhandled updates run out now (their
+        processes have ended: `lore.lease_holder`); how many."""
+
     def redact_text(
         self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
     ) -> int:

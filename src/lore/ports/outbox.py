@@ -70,6 +70,10 @@ class Outbox(Protocol):
     def release(self, item_id: int, *, owner: str) -> None:
         """Give a leased item back untried (a delivery stopped before it began)."""
 
+    def end_leases(self, owners: Sequence[str]) -> int:
+        """The leases these owners hold on pending items run out now (their processes
+        have ended: `lore.lease_holder`); how many."""
+
     def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
         """Give the item back after a failed delivery, ready again after `delay` seconds;
         after MAX_ATTEMPTS it is marked failed."""

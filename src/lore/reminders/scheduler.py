@@ -20,6 +20,7 @@ from datetime import datetime
 
 from lore.clock import Clock
 from lore.errors import LoreError
+from lore.lease_holder import LeaseHolder
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.reminders.delivery import Delivery
@@ -45,6 +46,7 @@ class Scheduler:
         accepts: Callable[[str], bool] | None = None,
         owner: str | None = None,
         lease_seconds: float = 60.0,
+        holder: LeaseHolder | None = None,
     ) -> None:
         self.store = store
         self.outbox: Outbox = store.outbox
@@ -52,7 +54,9 @@ class Scheduler:
         # takes (`lore serve`, which leaves the ones a terminal shows to that terminal).
         self.scope = scope
         self.accepts = accepts
-        self.owner = owner or f"{os.getpid()}:{id(self):x}"
+        # With a holder, what a process that ended left leased is taken over at once.
+        self.holder = holder
+        self.owner = owner or (holder.name if holder else f"{os.getpid()}:{id(self):x}")
         self.clock = clock
         self.deliver = deliver
         self.max_sleep = max_sleep
@@ -72,6 +76,9 @@ class Scheduler:
         while len(self.store.claim_due(now, self.batch, scope=self.scope)) == self.batch:
             pass
         delivered: list[Delivery] = []
+        if self.holder is not None and (gone := self.holder.gone()):
+            if ended := self.outbox.end_leases(gone):
+                log.info("taking over %d reminder deliveries a stopped process left", ended)
         while True:
             items = self.outbox.lease(
                 owner=self.owner,

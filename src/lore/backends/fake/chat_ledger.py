@@ -62,6 +62,14 @@ class FakeChatLedger:
                 claimed.append(copy.deepcopy(entry.received))
         return claimed
 
+    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
+        ended = 0
+        for (where, _), entry in self._received.items():
+            if where == channel and not entry.handled and entry.lease_owner in owners:
+                entry.lease_until = 0.0
+                ended += 1
+        return ended
+
     def redact_text(
         self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
     ) -> int:

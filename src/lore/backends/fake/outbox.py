@@ -98,6 +98,14 @@ class FakeOutbox:
         if slot is not None and slot.held_by(owner):
             slot.lease_owner, slot.lease_until = None, 0.0
 
+    def end_leases(self, owners: Sequence[str]) -> int:
+        ended = 0
+        for slot in self._slots.values():
+            if slot.lease_owner in owners and slot.item.status == "pending":
+                slot.lease_owner, slot.lease_until = None, 0.0
+                ended += 1
+        return ended
+
     def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
         slot = self._slots.get(item_id)
         if slot is None or not slot.held_by(owner):

@@ -78,6 +78,17 @@ class LocalChatLedger:
             for row in rows
         ]
 
+    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
+        if not owners:
+            return 0
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE chat_received SET lease_until = NULL WHERE channel = ? AND handled = 0"
+                f" AND lease_owner IN ({','.join('?' * len(owners))})",
+                (channel, *owners),
+            )
+            return cursor.rowcount
+
     def redact_text(
         self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
     ) -> int:

@@ -110,6 +110,17 @@ class LocalOutbox:
                 (item_id, owner),
             )
 
+    def end_leases(self, owners: Sequence[str]) -> int:
+        if not owners:
+            return 0
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+                f" WHERE status = 'pending' AND lease_owner IN ({','.join('?' * len(owners))})",
+                tuple(owners),
+            )
+            return cursor.rowcount
+
     def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
         with self.db.atomic() as conn:
             conn.execute(

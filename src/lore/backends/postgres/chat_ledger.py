@@ -71,6 +71,17 @@ class PostgresChatLedger:
             for row in rows
         ]
 
+    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
+        if not owners:
+            return 0
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE chat_received SET lease_until = NULL"
+                " WHERE channel = %s AND NOT handled AND lease_owner = ANY(%s)",
+                (channel, list(owners)),
+            )
+            return cursor.rowcount
+
     def redact_text(
         self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
     ) -> int:

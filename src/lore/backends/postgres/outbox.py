@@ -124,6 +124,18 @@ class PostgresOutbox:
                 (item_id, owner),
             )
 
+    def end_leases(self, owners: Sequence[str]) -> int:
+        """The leases these owners hold on pending items run out now; how many."""
+        if not owners:
+            return 0
+        with self.db.atomic() as conn:
+            cursor = conn.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+                " WHERE status = 'pending' AND lease_owner = ANY(%s)",
+                (list(owners),),
+            )
+            return cursor.rowcount
+
     def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
         """Give the item back after a failed delivery, ready again after `delay` seconds;
         after MAX_ATTEMPTS it is marked failed."""
