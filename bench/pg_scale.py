@@ -25,8 +25,9 @@ Loading is what a bulk import does, and is timed but not the point:
 At each size the queries (LoCoMo questions, Chinese and Russian ones) are timed through
 `LoreSearch.search`, the path of the memory_search tool, query embedding included,
 hybrid and text only, interleaved across both backends so a busy machine slows both
-alike. PostgreSQL's line says how many text searches ranked only the entries their
-rarer words find (common words pruned, `lore.backends.postgres.bm25`); with
+alike. PostgreSQL's line says how many text searches were answered without ranking
+every entry holding a word of the query (common words pruned,
+`lore.backends.postgres.bm25`); with
 --unpruned, a third line times the same database ranking every entry that holds a word
 of the query (no pruning), interleaved with the others. Progress lines (with an
 estimate of the time left) go to stderr.
@@ -388,7 +389,7 @@ def render_size(size: int, row: dict[str, Any]) -> str:
             )
     if "pruned" in row:
         lines.append(
-            f"    PostgreSQL text searches answered from the rarer words' entries:"
+            f"    PostgreSQL text searches with common words pruned:"
             f" {row['pruned']} of {row['text_searches']}"
         )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ search index and in the memory store (whose order is also the SQLite store's). A
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ import pytest
 
 from lore.backends.local.database import Database
 from lore.backends.local.memories import SQLiteMemoryStore
+from lore.backends.postgres.bm25 import reaching
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.memories import PostgresMemoryStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
@@ -182,3 +184,36 @@ def test_memory_search_prunes_a_common_word_and_still_ranks_as_the_sqlite_store(
             assert [m.content for m in pg.search(SCOPE, query, now=later, limit=30)] == expected
     local_db.close()
     pg_db.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_every_limit_keeps_the_ranking_of_every_row(
+    indexes: tuple[PostgresSearchIndex, PostgresSearchIndex], language: str
+) -> None:
+    """Whichever way a search ends (the rare word's entries alone, those and the entries
+    holding enough common words to reach them, or every entry), the order is the same."""
+    filler, common, rare, _, _ = LANGUAGES[language]
+    fill(indexes[0], language)
+    queries = [f"{rare} {common[0]} {common[1]}", f"{filler[0]} {common[0]} {common[1]}"]
+    for query in queries:
+        for limit in range(1, 41):
+            found, expected = both(indexes, query, limit=limit)
+            assert found == expected, (query, limit)
+
+
+def test_the_sets_of_common_words_that_can_reach_a_score_are_the_smallest_and_all_of_them() -> None:
+    """Every set of terms whose bounds reach the score holds one of the sets `reaching`
+    gives; no set it gives holds another, or falls short."""
+    pick = random.Random(7)
+    for _ in range(300):
+        bounds = {f"t{i}": pick.uniform(0.1, 5.0) for i in range(pick.randint(1, 6))}
+        score = pick.uniform(0.5, 12.0)
+        found = reaching(bounds, score, most=1000)
+        assert found is not None
+        sets = [frozenset(group) for group in found]
+        for size in range(1, len(bounds) + 1):
+            for chosen in map(frozenset, itertools.combinations(bounds, size)):
+                reaches = sum(bounds[t] for t in chosen) >= score * (1 - 1e-9)
+                assert reaches == any(group <= chosen for group in sets), (bounds, score)
+        assert all(not (a < b) for a in sets for b in sets)
+    assert reaching({f"t{i}": 1.0 for i in range(8)}, 4.0, most=32) is None  # 70 sets

@@ -25,7 +25,10 @@ ranks when that cannot change the result, as the SQLite index does
 (`lore.backends.local.bm25`): each term adds less than (k1 + 1) × idf to a row's score,
 so a row holding none of the query's rarer terms scores at most the sum of its common
 terms' bounds. When the `limit`-th best of the rows holding a rarer term scores above
-that sum, those rows, ranked in full, are the answer; otherwise every matching row is.
+that sum, those rows, ranked in full, are the answer. Otherwise that score is a floor
+the answer's `limit`-th can only rise above: the rows holding a rarer term or a set of
+common terms whose bounds reach it (`reaching`) are ranked, and no other row can be
+among the best. When those sets are too many to spell out, every matching row is.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = [
     "TableStatistics",
     "bm25_arguments",
     "bm25_search",
+    "reaching",
 ]
 
 K1 = 1.2  # FTS5's bm25 constants
@@ -163,7 +167,7 @@ class Bm25Ranking:
     `size` and `holding` count, on a connection, the table's rows and their total length
     and the rows holding one term; `then` and `columns` are `bm25_search`'s. A term held
     by more than `common_rows` rows may be pruned (None: never). `pruned` counts the
-    searches answered from the rarer terms' rows alone (for benchmarks and tests)."""
+    searches answered without ranking every matching row (for benchmarks and tests)."""
 
     def __init__(
         self,
@@ -243,22 +247,65 @@ def _pruned(
     values: Mapping[str, Any],
     limit: int,
 ) -> list[int] | None:
-    """The best `limit` rows ranking only the rows that hold a term outside the common
-    ones (`bounds`: what each can add), or None when a row holding only common terms
-    might be among them."""
-    common = list(bounds)
-    for _ in range(2):
-        rare = " | ".join(t for t in terms if t not in common)
-        # The query's own expression too: a row holding one gram of a Chinese word
-        # matches that term but not the word.
-        query = f"({expression}) & ({rare})"
-        ranked = conn.execute(statement, {**values, "query": query}).fetchall()
-        worst = float(ranked[limit - 1]["score"]) if len(ranked) >= limit else 0.0
-        if below(sum(bounds[t] for t in common), worst):
-            return [int(r["id"]) for r in ranked]
-        # The limit-th score only grows as terms leave the common ones: those whose
-        # bounds stay below it now will stay below it then.
-        common = droppable(common, bounds, worst)
+    """The best `limit` rows, ranking first only the rows that hold a term outside the
+    common ones (`bounds`: what each can add), then, if a row holding only common terms
+    might still be among them, the rows holding enough of them to get there; or None
+    when every matching row has to be ranked."""
+    rare = [t for t in terms if t not in bounds]
+    ranked = _ranked(conn, statement, expression, rare, values)
+    worst = float(ranked[limit - 1]["score"]) if len(ranked) >= limit else 0.0
+    if below(sum(bounds.values()), worst):
+        return [int(r["id"]) for r in ranked]
+    if not worst:
+        return None
+    # The limit-th score only grows as rows join: a row holding common terms whose
+    # bounds stay below it now cannot reach the best `limit`.
+    groups = reaching(bounds, worst)
+    if groups is None:  # too many to spell out: leave out the commonest alone
+        common = droppable(list(bounds), bounds, worst)
         if not common:
             return None
-    return None
+        ranked = _ranked(conn, statement, expression, [t for t in terms if t not in common], values)
+        worst = float(ranked[limit - 1]["score"])
+        return (
+            [int(r["id"]) for r in ranked] if below(sum(bounds[t] for t in common), worst) else None
+        )
+    together = [f"({' & '.join(group)})" if len(group) > 1 else group[0] for group in groups]
+    return [int(r["id"]) for r in _ranked(conn, statement, expression, rare + together, values)]
+
+
+def _ranked(
+    conn: Connection,
+    statement: str,
+    expression: str,
+    parts: Sequence[str],
+    values: Mapping[str, Any],
+) -> list[Any]:
+    """The statement's rows over the rows matching the query and one of `parts`."""
+    # The query's own expression too: a row holding one gram of a Chinese word matches
+    # that term but not the word.
+    query = f"({expression}) & ({' | '.join(parts)})"
+    return conn.execute(statement, {**values, "query": query}).fetchall()
+
+
+def reaching(bounds: Mapping[str, float], score: float, most: int = 32) -> list[list[str]] | None:
+    """The smallest sets of terms whose bounds together are not below `score` (a row
+    holding no whole set scores below it), or None when there are more than `most`."""
+    ordered = sorted(bounds, key=bounds.__getitem__, reverse=True)
+    left = [sum(bounds[t] for t in ordered[i:]) for i in range(len(ordered) + 1)]
+    found: list[list[str]] = []
+
+    def walk(start: int, chosen: list[str], total: float) -> bool:
+        for i in range(start, len(ordered)):
+            if below(total + left[i], score):
+                return True  # the rest together cannot get there
+            term = ordered[i]
+            if not below(total + bounds[term], score):
+                found.append([*chosen, term])
+                if len(found) > most:
+                    return False
+            elif not walk(i + 1, [*chosen, term], total + bounds[term]):
+                return False
+        return True
+
+    return found if walk(0, [], 0.0) else None

@@ -68,7 +68,8 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
 
     @property
     def pruned_searches(self) -> int:
-        """Searches answered by ranking only the memories their rarer words find."""
+        """Searches answered without ranking every memory holding a word of the query
+        (common words pruned, see `bm25`)."""
         return self._ranking.pruned
 
     # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------

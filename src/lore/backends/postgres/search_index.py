@@ -67,7 +67,8 @@ class PostgresSearchIndex:
 
     @property
     def pruned_searches(self) -> int:
-        """Text searches answered by ranking only the entries their rarer terms find."""
+        """Text searches answered without ranking every entry holding a word of the query
+        (common words pruned, see `bm25`)."""
         return self._ranking.pruned
 
     @property
