@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,13 +22,13 @@ _real_connect = socket.socket.connect
 ORIGINAL_ENV = dict(os.environ)
 
 
-def _loopback_only(self: socket.socket, address: object) -> None:
+def _loopback_only(self: socket.socket, address: str | bytes | tuple[Any, ...]) -> None:
     host = address[0] if isinstance(address, tuple) else address
     if isinstance(host, str) and not (
         host.startswith("127.") or host in ("localhost", "::1") or self.family == socket.AF_UNIX
     ):
         raise RuntimeError(f"tests may not reach the network ({host})")
-    _real_connect(self, address)  # type: ignore[arg-type]
+    _real_connect(self, address)
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +97,9 @@ def model() -> ScriptedProvider:
 
 
 @pytest.fixture
-async def lore(config: Config, model: ScriptedProvider, clock: FixedClock) -> Runtime:
+async def lore(
+    config: Config, model: ScriptedProvider, clock: FixedClock
+) -> AsyncIterator[Runtime]:
     runtime = build(config, provider=model, clock=clock)
-    yield runtime  # type: ignore[misc]
+    yield runtime
     await runtime.aclose()

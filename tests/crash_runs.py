@@ -160,7 +160,8 @@ def database_damaged(home: Path) -> bool:
         return False
     conn = sqlite3.connect(str(path))
     try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok"
+        verdict: str = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        return verdict != "ok"
     except sqlite3.DatabaseError:
         return True
     finally:

@@ -72,7 +72,7 @@ def test_backup_then_restore_gives_back_every_memory_session_and_file(
     assert archive.stat().st_mode & 0o077 == 0  # config.toml may hold keys
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-        manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        manifest = json.loads(_read(tar, "manifest.json"))
     assert names[0] == "manifest.json"
     assert {"lore.db", "config.toml", "workspace/USER.md", "sessions/_sessions.jsonl"} <= set(
         manifest["files"]
@@ -113,9 +113,15 @@ def test_restore_refuses_a_home_that_is_not_empty_and_force_keeps_it_aside(
     ) == "# User\n\nAnna, Hualien.\n"
 
 
+def _read(tar: tarfile.TarFile, member: str | tarfile.TarInfo) -> bytes:
+    file = tar.extractfile(member)
+    assert file is not None, member  # a backup holds regular files only
+    return file.read()
+
+
 def _rewrite(archive: Path, name: str, data: bytes) -> None:
     with tarfile.open(archive) as tar:
-        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+        members = [(m, _read(tar, m)) for m in tar.getmembers()]
     with tarfile.open(archive, "w:gz") as tar:
         for info, content in members:
             content = data if info.name == name else content
@@ -136,7 +142,7 @@ def test_a_damaged_backup_is_refused_before_anything_changes(
         archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
     else:
         with tarfile.open(archive) as tar:
-            members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]  # type: ignore[union-attr]
+            members = [(m, _read(tar, m)) for m in tar.getmembers()]
         with tarfile.open(archive, "w:gz") as tar:
             for info, content in members:
                 tar.addfile(info, io.BytesIO(content))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 
 from lore.events import CommandOutput, Event, Inbound, ReminderDue
-from lore.llm.base import ChatRequest
+from lore.llm.base import ChatRequest, StreamEvent
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime
 from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
@@ -121,9 +122,8 @@ async def test_a_message_arriving_while_others_wait_still_waits_its_turn(
         return Step(text="ok")
 
     class Slow(ScriptedProvider):
-        async def stream(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+        async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
             step = await one_at_a_time(request)
-            self.steps_taken = getattr(self, "steps_taken", 0) + 1
             self.default = step
             async for event in super().stream(request):
                 yield event

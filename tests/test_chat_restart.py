@@ -25,14 +25,9 @@ from lore.llm.scripted import ScriptedProvider, Step
 from lore.ports.chat_ledger import ChatLedger
 from lore.runtime import Runtime, build
 from tests.line_server import FakeLine, Webhooks, line_gateway, line_settings, no_wait
+from tests.owner_scenario import FAMILY, JOHN, MOM, TG_OWNER, TG_OWNER_CHAT
 from tests.postgres_server import storage  # noqa: F401  (local and PostgreSQL)
 from tests.telegram_server import FakeTelegram
-
-JOHN = "U1111111111111111111111111111111a"
-MOM = "U2222222222222222222222222222222b"
-FAMILY = "C0000000000000000000000000000f4m1"
-TG_OWNER = {"id": 111, "is_bot": False, "first_name": "John"}
-TG_OWNER_CHAT = {"id": 111, "type": "private", "first_name": "John"}
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lore.backends.local.archive import SessionArchive
 from lore.backends.local.live import LiveSession
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
@@ -45,6 +46,7 @@ _APPENDER = textwrap.dedent(
 def _everything(lore: Runtime) -> Counter[str]:
     seen: Counter[str] = Counter()
     archive = lore.sessions.archive
+    assert isinstance(archive, SessionArchive)  # the local backend: transcripts are files
     for path in archive.transcripts():
         for raw in path.read_bytes().splitlines()[1:]:
             seen[json.loads(raw)["content"]] += 1

@@ -34,7 +34,9 @@ def _archived(lore: Runtime) -> Path:
     )
     entry = close_session(lore, "cli:default")
     assert entry is not None
-    return lore.sessions.archive.resolve(entry.transcript_path)
+    archive = lore.sessions.archive
+    assert isinstance(archive, SessionArchive)  # the local backend: transcripts are files
+    return archive.resolve(entry.transcript_path)
 
 
 def _damage(path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,13 @@ from lore.runtime import Runtime, build
 
 
 @pytest.fixture
-async def lore(home: Path, model: ScriptedProvider, clock: FixedClock) -> Runtime:
+async def lore(home: Path, model: ScriptedProvider, clock: FixedClock) -> AsyncIterator[Runtime]:
     config = load_config(
         env={"LORE_HOME": str(home), "USER": "john"},
         flags={"model": "scripted", "timezone": "Asia/Taipei"},
     )
     runtime = build(config, provider=model, clock=clock)
-    yield runtime  # type: ignore[misc]
+    yield runtime
     await runtime.aclose()
 
 

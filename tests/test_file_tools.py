@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lore.config import Config
-from lore.core.approval import ScriptedApprover
+from lore.core.approval import Action, Approval, ScriptedApprover
 from tests.tooling import call, context, registry, with_tools
 
 
@@ -131,7 +131,7 @@ async def test_a_file_changed_while_waiting_for_approval_is_left_alone(
     config: Config, project: Path
 ) -> None:
     class EditsMeanwhile(ScriptedApprover):
-        async def approve(self, action):  # type: ignore[no-untyped-def]
+        async def approve(self, action: Action) -> Approval:
             (project / "notes.md").write_text("someone else's edit\n")
             return await super().approve(action)
 

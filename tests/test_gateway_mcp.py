@@ -111,14 +111,15 @@ async def test_a_client_is_confined_to_its_scope(gateway: Gateway) -> None:
         "cli:default", "Owner secret", author="john", via="cli", now=gateway.lore.clock.now()
     )
     async with _http(gateway, "editor-token") as client:
-        for name, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("list_memories", {}),
             ("search", {"query": "secret"}),
             ("forget", {"id": 1}),
             ("remember", {"content": "x"}),
             ("list_reminders", {}),
             ("session_history", {}),
-        ]:
+        ]
+        for name, args in calls:
             result = await client.call_tool(name, {**args, "scope": "cli:default"})
             assert result.is_error
             assert _text(result).endswith(": this token may not use that conversation")

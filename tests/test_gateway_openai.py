@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from lore.clock import FixedClock
 from lore.config import Config
@@ -72,13 +73,13 @@ def test_only_the_new_user_message_enters_the_session(
     client: openai.OpenAI, gateway: Gateway, model: ScriptedProvider
 ) -> None:
     model.reply("Привет!").reply("Хорошо, спасибо.")
-    history: list[dict[str, str]] = [{"role": "user", "content": "Привет"}]
-    first = client.chat.completions.create(model="lore", messages=history, user="ivan")  # type: ignore[arg-type]
+    history: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Привет"}]
+    first = client.chat.completions.create(model="lore", messages=history, user="ivan")
     history += [
         {"role": "assistant", "content": first.choices[0].message.content or ""},
         {"role": "user", "content": "Как дела?"},
     ]
-    client.chat.completions.create(model="lore", messages=history, user="ivan")  # type: ignore[arg-type]
+    client.chat.completions.create(model="lore", messages=history, user="ivan")
     assert _user_lines(gateway, "api:ivan") == ["Привет", "Как дела?"]
     # The model saw Lore's own history once, not the client's copy on top of it.
     sent = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]

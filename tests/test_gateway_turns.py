@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from lore.channels.http.turns import Turns
 from lore.events import CommandOutput, Event, ReplyFinished
@@ -12,7 +13,7 @@ from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime
 
 
-def _echo(delay: float) -> object:
+def _echo(delay: float) -> Callable[[ChatRequest], Step]:
     def answer(request: ChatRequest) -> Step:
         text = [m for m in request.messages if m["role"] == "user"][-1]["content"]
         return Step(text=f"re: {text}", delay=delay)
@@ -23,7 +24,7 @@ def _echo(delay: float) -> object:
 async def test_messages_in_one_scope_run_in_arrival_order_without_interleaving(
     lore: Runtime, model: ScriptedProvider
 ) -> None:
-    model.default = _echo(0.01)  # type: ignore[assignment]
+    model.default = _echo(0.01)
     turns = Turns(lore)
     events: list[Event] = []
     authors = ["ann", "bo", "chen"]
@@ -44,7 +45,7 @@ async def test_messages_in_one_scope_run_in_arrival_order_without_interleaving(
 
 
 async def test_two_scopes_run_their_turns_at_once(lore: Runtime, model: ScriptedProvider) -> None:
-    model.default = _echo(0.5)  # type: ignore[assignment]
+    model.default = _echo(0.5)
     turns = Turns(lore)
     start = time.perf_counter()
     await asyncio.gather(

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from lore.backends.local.archive import SessionArchive
-from lore.backends.local.search_index import Entry
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
+from lore.ports.search import Entry
 from lore.ports.sessions import SessionMeta
 from lore.runtime import Runtime, build
 from lore.search import searcher
@@ -190,13 +190,12 @@ def test_an_unchanged_file_is_not_indexed_again(runtime: Runtime) -> None:
     note.write_text(DAILY, encoding="utf-8")
     search = searcher(runtime)
     search.refresh(files=True)
-    before = search.index.db.conn.execute("SELECT id FROM search_entries").fetchall()
+    before = search.index.entries_matching(lambda text: True)
 
     note.touch()  # a new mtime, the same text
     search.refresh(files=True)
 
-    after = search.index.db.conn.execute("SELECT id FROM search_entries").fetchall()
-    assert [tuple(r) for r in after] == [tuple(r) for r in before]
+    assert before and search.index.entries_matching(lambda text: True) == before
 
 
 def test_the_template_memory_md_is_not_indexed(runtime: Runtime) -> None:

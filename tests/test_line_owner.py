@@ -7,7 +7,6 @@ terminal a second runtime on the same home (as a second process would be)."""
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -16,26 +15,27 @@ from typing import Any
 
 import pytest
 
-from lore.channels.owner import owner_reminders, terminal_delivers
-from lore.channels.piped import run_piped
+from lore.channels.owner import owner_reminders
 from lore.channels.telegram import TelegramChannel
 from lore.cli import main
 from lore.clock import FixedClock
 from lore.config import OWNER_SCOPE, ChannelsConfig, Config, TelegramConfig
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.reminders.delivery import session_delivery
-from lore.reminders.scheduler import Deliver, Scheduler
-from lore.runtime import Runtime, build
+from lore.reminders.scheduler import Deliver
 from tests.line_server import SECRET, TOKEN, FakeLine, line_gateway, line_settings
 from tests.line_server import LineGateway as Line
+from tests.owner_scenario import (
+    FAMILY,
+    JOHN,
+    MOM,
+    TG_OWNER,
+    TG_OWNER_CHAT,
+    ask_then_set_a_reminder_at_the_terminal,
+    serve_scheduler,
+)
 from tests.telegram_server import FakeTelegram
 
-JOHN = "U1111111111111111111111111111111a"
-MOM = "U2222222222222222222222222222222b"
 EVE = "U9999999999999999999999999999999e"
-FAMILY = "C0000000000000000000000000000f4m1"
-TG_OWNER = {"id": 111, "is_bot": False, "first_name": "John"}
-TG_OWNER_CHAT = {"id": 111, "type": "private", "first_name": "John"}
 
 
 @pytest.fixture
@@ -70,26 +70,6 @@ async def line(
             yield running
 
 
-def _scheduler(lore: Runtime) -> Scheduler:
-    """`lore serve`'s scheduler: into the conversation, then out through its channel."""
-    deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
-
-    def accepts(scope: str) -> bool:
-        return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
-
-    return Scheduler(lore.reminders, lore.clock, deliver, accepts=accepts)
-
-
-async def _terminal(lore: Runtime, *lines: str) -> str:
-    """The owner typing into `lore chat` (piped), in its default conversation."""
-    out, err = io.StringIO(), io.StringIO()
-    source = io.BytesIO("".join(f"{line}\n" for line in lines).encode("utf-8"))
-    key = lore.config.conversation_scope("cli:default")
-    assert key == OWNER_SCOPE
-    assert await run_piped(lore, key, source, out=out, err=err) == 0, err.getvalue()
-    return out.getvalue()
-
-
 def _texts(sent: dict[str, Any]) -> list[str]:
     return [m["text"] for m in sent["messages"]]
 
@@ -107,18 +87,9 @@ async def test_what_the_owner_said_on_line_is_in_the_terminals_window_and_a_remi
     assert line.lore.sessions.live_meta(f"line:user:{JOHN}") is None
 
     # Later, at the terminal (another process: its own runtime on the same home).
-    terminal_model = ScriptedProvider()
-    terminal = build(line.lore.config, provider=terminal_model, clock=clock)
-    terminal_model.reply("Thursday at 7:00, CI-100.")
-    terminal_model.tool_call(
-        "set_reminder", {"text": "leave for the airport 🛫 {gate B}", "when": "in 10 minutes"}
-    ).reply("I'll remind you.")
-    out = await _terminal(
-        terminal, "when is my flight?", "remind me to leave for the airport in 10 minutes"
+    window = await ask_then_set_a_reminder_at_the_terminal(
+        line.lore.config, clock, "leave for the airport 🛫 {gate B}"
     )
-    await terminal.aclose()
-    assert "Thursday at 7:00, CI-100." in out
-    window = [m["content"] for m in terminal_model.requests[0].messages]
     assert window == [
         "我的航班 CI-100 週四 7:00 / мой рейс в четверг",
         "記下了。Записал.",
@@ -129,8 +100,8 @@ async def test_what_the_owner_said_on_line_is_in_the_terminals_window_and_a_remi
     # Reminders go to LINE (the setting): pushed to the owner's own chat, once, as plain
     # text (a 1:1 chat needs no mention).
     later = clock.now() + timedelta(minutes=11)
-    assert len(await _scheduler(line.lore).run_once(later)) == 1
-    assert await _scheduler(line.lore).run_once(later + timedelta(minutes=5)) == []
+    assert len(await serve_scheduler(line.lore).run_once(later)) == 1
+    assert await serve_scheduler(line.lore).run_once(later + timedelta(minutes=5)) == []
     push = (await line.sent(2))[1]
     assert (push["kind"], push["to"]) == ("push", JOHN) and push["retry_key"]
     [message] = push["messages"]
@@ -150,7 +121,7 @@ async def test_a_reminder_goes_to_line_when_the_owner_last_wrote_there(
     [reminder] = line.lore.reminders.list(OWNER_SCOPE)
     assert reminder.channel == "line"
     later = clock.now() + timedelta(minutes=11)
-    assert len(await _scheduler(line.lore).run_once(later)) == 1
+    assert len(await serve_scheduler(line.lore).run_once(later)) == 1
     push = (await line.sent(2))[1]
     assert (push["kind"], push["to"], _texts(push)) == ("push", JOHN, ["⏰ 喝水 / выпей воды"])
 

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from lore.backends.local.live import META_WIDTH, LiveSession
 from lore.keys import key_to_filename
 
@@ -65,7 +67,9 @@ def test_oversized_metadata_is_rewritten_without_losing_messages(tmp_path: Path)
     assert len(LiveSession(tmp_path, "k").messages) == 2
 
 
-def test_corrupt_line_is_skipped_and_others_kept(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_line_is_skipped_and_others_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     session = LiveSession(tmp_path, "k")
     session.append([{"role": "user", "content": "first"}])
     with session.path.open("ab") as f:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncGenerator
 
 import pytest
 
@@ -73,8 +74,9 @@ async def test_generation_runs_off_the_event_loop_and_stops_when_abandoned() -> 
     task = asyncio.create_task(ticker())
     request = ChatRequest(system="", messages=[{"role": "user", "content": "Count to twenty."}])
     stream = model.stream(request)
+    assert isinstance(stream, AsyncGenerator)  # closing it early stops the model
     first = await anext(stream)
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
     task.cancel()
     assert isinstance(first, TextChunk)
     assert ticks > 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,8 +30,27 @@ def store(db: Database) -> MemoryStore:
     return SQLiteMemoryStore(db)
 
 
-def note(store: MemoryStore, content: str, scope: str = HOME, **kw: object) -> int:
-    memory, _ = store.remember(scope, content, author="john", via="tool", now=NOW, **kw)  # type: ignore[arg-type]
+def note(
+    store: MemoryStore,
+    content: str,
+    scope: str = HOME,
+    *,
+    kind: str = "fact",
+    keywords: Iterable[str] = (),
+    source: Source | None = None,
+    expires_at: datetime | None = None,
+) -> int:
+    memory, _ = store.remember(
+        scope,
+        content,
+        kind=kind,
+        keywords=keywords,
+        author="john",
+        via="tool",
+        now=NOW,
+        source=source,
+        expires_at=expires_at,
+    )
     return memory.id
 
 

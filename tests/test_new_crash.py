@@ -20,6 +20,7 @@ import pytest
 
 from lore.backends.local.sessions import STEPS
 from lore.llm.base import Message
+from lore.ports.sessions import FaultHook
 from lore.runtime import Runtime
 from lore.sessions.closing import close_if_idle, close_session, recover_interrupted
 from tests import crash_runs
@@ -43,7 +44,7 @@ class Crash(Exception):
     """Stands in for the process dying at a step."""
 
 
-def _crash_at(step: str):  # type: ignore[no-untyped-def]
+def _crash_at(step: str) -> FaultHook:
     def fault(name: str) -> None:
         if name == step:
             raise Crash(step)

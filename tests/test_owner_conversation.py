@@ -6,7 +6,6 @@ terminal a second runtime on the same home (as a second process would be)."""
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -18,7 +17,6 @@ import pytest
 
 from lore.channels.http.auth import Clients
 from lore.channels.owner import owner_reminders, reminder_channel, terminal_delivers
-from lore.channels.piped import run_piped
 from lore.channels.telegram import TelegramChannel
 from lore.cli import main
 from lore.clock import FixedClock
@@ -29,11 +27,15 @@ from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.runtime import Runtime, build
 from tests.gateway_server import OWNER_TOKEN, gateway_in_loop
+from tests.owner_scenario import (
+    TG_OWNER,
+    TG_OWNER_CHAT,
+    ask_then_set_a_reminder_at_the_terminal,
+    serve_scheduler,
+)
 from tests.telegram_server import BOT_USERNAME, FakeTelegram
 
-OWNER = {"id": 111, "is_bot": False, "first_name": "John"}
 MOM = {"id": 222, "is_bot": False, "first_name": "Mom"}
-OWNER_CHAT = {"id": 111, "type": "private", "first_name": "John"}
 FAMILY = {"id": -1001, "type": "supergroup", "title": "Family"}
 
 
@@ -59,13 +61,7 @@ class Gateway:
         self.channel = channel
 
     def scheduler(self) -> Scheduler:
-        lore = self.lore
-        deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
-
-        def accepts(scope: str) -> bool:  # as `lore serve` decides
-            return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
-
-        return Scheduler(lore.reminders, lore.clock, deliver, accepts=accepts)
+        return serve_scheduler(self.lore)
 
 
 @pytest.fixture
@@ -95,36 +91,18 @@ async def _sent(fake: FakeTelegram, count: int, wait: float = 15.0) -> list[dict
     return await asyncio.to_thread(fake.wait_sent, count, wait)
 
 
-async def _terminal(lore: Runtime, *lines: str) -> str:
-    """The owner typing into `lore chat` (piped), in its default conversation."""
-    out, err = io.StringIO(), io.StringIO()
-    source = io.BytesIO("".join(f"{line}\n" for line in lines).encode("utf-8"))
-    key = lore.config.conversation_scope("cli:default")
-    assert await run_piped(lore, key, source, out=out, err=err) == 0, err.getvalue()
-    return out.getvalue()
-
-
 async def test_what_the_owner_said_on_telegram_is_in_the_terminals_window_and_a_reminder_set_there_reaches_telegram_once(  # noqa: E501
     gateway: Gateway, fake: FakeTelegram, model: ScriptedProvider, clock: FixedClock
 ) -> None:
     model.reply("Записал. 记下了。")
-    fake.say("Мой рейс CI-100 в четверг в 7:00, 周四早上七点", chat=OWNER_CHAT, sender=OWNER)
+    fake.say("Мой рейс CI-100 в четверг в 7:00, 周四早上七点", chat=TG_OWNER_CHAT, sender=TG_OWNER)
     [answer] = await _sent(fake, 1)
     assert answer["chat_id"] == 111
 
     # An hour later, at the terminal (another process: its own runtime on the same home).
-    terminal_model = ScriptedProvider()
-    terminal = build(gateway.lore.config, provider=terminal_model, clock=clock)
-    terminal_model.reply("Thursday at 7:00, CI-100.")
-    terminal_model.tool_call(
-        "set_reminder", {"text": "leave for the airport", "when": "in 10 minutes"}
-    ).reply("I'll remind you.")
-    out = await _terminal(
-        terminal, "when is my flight?", "remind me to leave for the airport in 10 minutes"
+    window = await ask_then_set_a_reminder_at_the_terminal(
+        gateway.lore.config, clock, "leave for the airport"
     )
-    await terminal.aclose()
-    assert "Thursday at 7:00, CI-100." in out
-    window = [m["content"] for m in terminal_model.requests[0].messages]
     assert window == [
         "Мой рейс CI-100 в четверг в 7:00, 周四早上七点",
         "Записал. 记下了。",
@@ -156,7 +134,7 @@ async def test_turns_from_telegram_and_the_terminal_take_turns_in_the_owners_que
     terminal = gateway.lore.conversation(
         gateway.lore.config.conversation_scope("cli:default"), emit=shown.append
     )
-    fake.say("first, from Telegram", chat=OWNER_CHAT, sender=OWNER)
+    fake.say("first, from Telegram", chat=TG_OWNER_CHAT, sender=TG_OWNER)
     for _ in range(1000):  # until the Telegram turn holds the owner's queue
         if gateway.lore.bus.busy(OWNER_SCOPE):
             break
@@ -280,7 +258,7 @@ async def test_a_terminal_and_lore_serve_in_two_processes_take_turns_in_the_owne
     terminal = build(gateway.lore.config, provider=terminal_model, clock=clock)
     model.reply("The train leaves at 8.", delay=0.3)
     terminal_model.reply("Yes, 8 o'clock.")
-    fake.say("when does my train leave? / 火车几点？", chat=OWNER_CHAT, sender=OWNER)
+    fake.say("when does my train leave? / 火车几点？", chat=TG_OWNER_CHAT, sender=TG_OWNER)
     for _ in range(1000):  # until the Telegram turn is under way in the gateway
         if model.requests:
             break
@@ -302,7 +280,7 @@ async def test_the_owners_chat_on_the_web_page_joins_the_same_conversation(
 ) -> None:
     lore = gateway.lore
     model.reply("Noted.")
-    fake.say("the dentist is on Friday / стоматолог в пятницу", chat=OWNER_CHAT, sender=OWNER)
+    fake.say("the dentist is on Friday / стоматолог в пятницу", chat=TG_OWNER_CHAT, sender=TG_OWNER)
     await _sent(fake, 1)
     model.reply("Friday.")
     async with gateway_in_loop(lore) as url:

@@ -8,12 +8,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from lore.backends.local.live import LiveSession
 from tests.openai_server import FakeOpenAI
-
-pexpect = pytest.importorskip("pexpect")
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ def _shown(text: str) -> str:
     return gap.join(re.escape(char) for char in text)
 
 
-def _lore(home: Path, server: FakeOpenAI, *args: str) -> pexpect.spawn:  # type: ignore[name-defined]
+def _lore(home: Path, server: FakeOpenAI, *args: str) -> pexpect.spawn[str]:
     return pexpect.spawn(
         sys.executable,
         ["-m", "lore", *args],

@@ -10,6 +10,7 @@ import pytest
 
 from lore.backends.local.archive import SessionArchive
 from lore.llm.base import Message
+from lore.ports.sessions import ArchivedSession, FaultHook
 from lore.runtime import Runtime
 from lore.sessions.closing import close_session, recover_interrupted
 
@@ -24,9 +25,9 @@ class Crash(Exception):
     pass
 
 
-def _close(lore: Runtime, key: str = KEY, fault: object = None) -> None:
+def _close(lore: Runtime, key: str = KEY, fault: FaultHook | None = None) -> None:
     lore.session(key).append(TURN)
-    close_session(lore, key, fault=fault)  # type: ignore[arg-type]
+    close_session(lore, key, fault=fault)
 
 
 def _no_opening(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -51,7 +52,12 @@ def test_a_second_start_with_nothing_changed_opens_no_transcript(
     assert opened == []  # indexed transcripts are never opened, even on a full pass
     listed: list[int] = []
     real = SessionArchive.entries
-    monkeypatch.setattr(SessionArchive, "entries", lambda self: listed.append(1) or real(self))
+
+    def entries(self: SessionArchive) -> list[ArchivedSession]:
+        listed.append(1)
+        return real(self)
+
+    monkeypatch.setattr(SessionArchive, "entries", entries)
     recover_interrupted(lore)
     assert listed == []  # nothing changed: not even the index is read
 

@@ -12,6 +12,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.reminders.delivery import session_delivery
@@ -193,7 +195,7 @@ def test_a_reminder_shows_up_in_a_running_chat_once_while_serve_runs(tmp_path: P
 
 
 async def test_a_reminder_that_cannot_be_delivered_stays_visible_as_failed(
-    tmp_path: Path, capsys: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import json as json_module
 
@@ -215,8 +217,8 @@ async def test_a_reminder_that_cannot_be_delivered_stays_visible_as_failed(
     lore.db.close()
 
     assert main(["remind", "list", "--home", str(home)]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    out = capsys.readouterr().out
     assert "task 0 — failed after 8 attempt(s): the channel is down" in out
     assert main(["remind", "list", "--json", "--home", str(home)]) == 0
-    [row] = json_module.loads(capsys.readouterr().out)  # type: ignore[attr-defined]
+    [row] = json_module.loads(capsys.readouterr().out)
     assert row["undelivered"][0]["status"] == "failed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,9 +18,9 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
+def db(tmp_path: Path) -> Iterator[Database]:
     database = Database(tmp_path / "lore.db")
-    yield database  # type: ignore[misc]
+    yield database
     database.close()
 
 

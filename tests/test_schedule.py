@@ -24,8 +24,8 @@ NEW_YORK = ZoneInfo("America/New_York")
 TAIPEI = ZoneInfo("Asia/Taipei")
 
 
-def ny(*args: int, fold: int = 0) -> datetime:
-    return datetime(*args, tzinfo=NEW_YORK, fold=fold)  # type: ignore[misc]
+def ny(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=NEW_YORK)
 
 
 def local_fires(schedule: str, start: datetime, count: int, zone: ZoneInfo) -> list[str]:

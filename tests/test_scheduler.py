@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -52,9 +53,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> ReminderStore:
+def store(db_path: Path) -> Iterator[ReminderStore]:
     db = Database(db_path)
-    yield SQLiteReminderStore(db)  # type: ignore[misc]
+    yield SQLiteReminderStore(db)
     db.close()
 
 

@@ -8,6 +8,7 @@ import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,8 +110,8 @@ def test_a_query_with_rare_words_ranks_far_fewer_rows(
     taken = []
     pruned = SearchIndex._pruned
 
-    def spy(self: SearchIndex, *args: object, **kwargs: object) -> list[int] | None:
-        found = pruned(self, *args, **kwargs)  # type: ignore[arg-type]
+    def spy(self: SearchIndex, *args: Any, **kwargs: Any) -> list[int] | None:
+        found = pruned(self, *args, **kwargs)
         taken.append(found is not None)
         return found
 

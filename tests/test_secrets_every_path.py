@@ -14,7 +14,7 @@ from lore.cli import main
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.core.tools import ToolContext
-from lore.llm.base import ToolCall
+from lore.llm.base import ChatRequest, ToolCall
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.memory.extraction import EXTRACTION_PROMPT
 from lore.runtime import Runtime, build
@@ -58,12 +58,12 @@ async def test_the_remember_command_refuses_it(lore: Runtime, text: str) -> None
 async def test_extraction_drops_it(
     home: Path, model: ScriptedProvider, clock: FixedClock, text: str
 ) -> None:
-    def answer(request: object) -> Step:
-        if getattr(request, "system", None) == EXTRACTION_PROMPT:
+    def answer(request: ChatRequest) -> Step:
+        if request.system == EXTRACTION_PROMPT:
             return Step(text=json.dumps([{"op": "add", "content": text}]))
         return Step(text="ok")
 
-    model.default = answer  # type: ignore[assignment]
+    model.default = answer
     config = load_config(
         env={"LORE_HOME": str(home), "USER": "john"},
         flags={"model": "scripted", "timezone": "Asia/Taipei"},

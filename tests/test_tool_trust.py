@@ -9,6 +9,7 @@ import pytest
 from lore.config import ToolsConfig, load_config
 from lore.core.approval import ScriptedApprover
 from lore.errors import ConfigError
+from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import Runtime
 from lore.tools.trust import TrustPolicy, command_parts
@@ -24,7 +25,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def _tool_messages(lore: Runtime, key: str = "cli:default") -> list[dict[str, object]]:
+def _tool_messages(lore: Runtime, key: str = "cli:default") -> list[Message]:
     return [m for m in lore.session(key).messages if m["role"] == "tool"]
 
 
@@ -95,7 +96,7 @@ async def test_ask_without_an_answer_in_time_means_no(
     assert not (project / "NEW.md").exists()
     assert "no answer within 0.05 s" in model.requests[1].messages[-1]["content"]
     (message,) = _tool_messages(impatient)
-    assert message["decision"]["outcome"] == "refused"  # type: ignore[index]
+    assert message["decision"]["outcome"] == "refused"
     await impatient.aclose()
 
 

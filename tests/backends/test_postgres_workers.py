@@ -12,7 +12,7 @@ import sys
 import textwrap
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -127,14 +127,14 @@ def test_a_lease_of_other_scopes_or_of_no_scope_takes_nothing(db: PostgresDataba
 # -- workers at once ----------------------------------------------------------------------
 
 
-def run_workers(count: int, work: object) -> None:
+def run_workers(count: int, work: Callable[[int], object]) -> None:
     barrier = threading.Barrier(count)
     errors: list[BaseException] = []
 
     def run(n: int) -> None:
         try:
             barrier.wait()
-            work(n)  # type: ignore[operator]
+            work(n)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

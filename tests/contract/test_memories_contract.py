@@ -4,6 +4,7 @@ search, export and import. Written against the port only."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,8 +18,27 @@ HOME = "cli:default"
 GROUP = "line:group:family"
 
 
-def note(store: MemoryStore, content: str, scope: str = HOME, **kw: object) -> int:
-    memory, _ = store.remember(scope, content, author="john", via="tool", now=NOW, **kw)  # type: ignore[arg-type]
+def note(
+    store: MemoryStore,
+    content: str,
+    scope: str = HOME,
+    *,
+    kind: str = "fact",
+    keywords: Iterable[str] = (),
+    source: Source | None = None,
+    expires_at: datetime | None = None,
+) -> int:
+    memory, _ = store.remember(
+        scope,
+        content,
+        kind=kind,
+        keywords=keywords,
+        author="john",
+        via="tool",
+        now=NOW,
+        source=source,
+        expires_at=expires_at,
+    )
     return memory.id
 
 
@@ -214,7 +234,8 @@ def test_forget_erases_every_version_and_the_text_the_audit_kept(store: MemorySt
         "command",
         later,
     )
-    assert sorted(trail[-1].detail["erased"]) == sorted(erased)  # type: ignore[index]
+    detail = trail[-1].detail
+    assert detail is not None and sorted(detail["erased"]) == sorted(erased)
     everything = json.dumps(
         [e.detail for e in store.recent_changes(HOME, limit=50)], ensure_ascii=False
     )

@@ -11,7 +11,7 @@ import pytest
 
 from lore.errors import SessionError
 from lore.llm.base import Message
-from lore.ports.sessions import CLOSE_STEPS, SessionStore
+from lore.ports.sessions import CLOSE_STEPS, ArchivedSession, FaultHook, SessionStore
 from tests.contract.conftest import Backend
 
 KEY = "cli:default"
@@ -41,13 +41,15 @@ def sessions(backend: Backend) -> SessionStore:
     return backend.sessions
 
 
-def close(sessions: SessionStore, key: str = KEY, reason: str = "new", **kw: object):  # type: ignore[no-untyped-def]
+def close(
+    sessions: SessionStore, key: str = KEY, reason: str = "new", fault: FaultHook | None = None
+) -> ArchivedSession | None:
     return sessions.close(
-        sessions.live(key), reason=reason, ended_at=ENDED, zone=TAIPEI, slug="trip", **kw
-    )  # type: ignore[arg-type]
+        sessions.live(key), reason=reason, ended_at=ENDED, zone=TAIPEI, slug="trip", fault=fault
+    )
 
 
-def crash_at(step: str):  # type: ignore[no-untyped-def]
+def crash_at(step: str) -> FaultHook:
     def fault(name: str) -> None:
         if name == step:
             raise Crash(step)

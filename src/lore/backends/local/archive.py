@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -24,13 +24,11 @@ from typing import Any
 from lore.errors import SessionError
 from lore.files import cut_torn_tail, fsync_dir, locked_file
 from lore.llm.base import Message
-from lore.ports.sessions import ArchivedSession, SessionMeta
+from lore.ports.sessions import ArchivedSession, FaultHook, SessionMeta
 
 __all__ = ["SessionArchive", "parse_message_line"]
 
 log = logging.getLogger(__name__)
-
-FaultHook = Callable[[str], None]
 
 
 class SessionArchive:
