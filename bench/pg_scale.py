@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/pg_scale.py [--sizes 100000,1000000] [--queries 100]
                                        [--sample 1000] [--url postgresql://...] [--json]
+                                       [--unpruned]
     make bench-pg-scale
 
 One conversation grows in steps to each size, in ONE database per backend (the
@@ -24,7 +25,12 @@ Loading is what a bulk import does, and is timed but not the point:
 At each size the queries (LoCoMo questions, Chinese and Russian ones) are timed through
 `LoreSearch.search`, the path of the memory_search tool, query embedding included,
 hybrid and text only, interleaved across both backends so a busy machine slows both
-alike. Progress lines (with an estimate of the time left) go to stderr.
+alike. PostgreSQL's line says how many text searches were answered without ranking
+every entry holding a word of the query (common words pruned,
+`lore.backends.postgres.bm25`); with
+--unpruned, a third line times the same database ranking every entry that holds a word
+of the query (no pruning), interleaved with the others. Progress lines (with an
+estimate of the time left) go to stderr.
 """
 
 from __future__ import annotations
@@ -322,6 +328,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "sqlite": open_lore(Path(scratch) / "sqlite"),
                 "postgres": open_lore(Path(scratch) / "postgres", url),
             }
+            if args.unpruned:
+                lores["unpruned"] = unpruned_lore(Path(scratch) / "unpruned", url)
             done = 0
             for size in sizes:
                 adding = texts[done:size]
@@ -334,7 +342,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row.update(grow_postgres(lores["postgres"], adding, done, base, noise))
                 row["postgres_load_s"] = time.perf_counter() - began
                 done = size
+                pruned = pruned_searches(lores["postgres"])
                 row.update(time_searches(lores, asked))
+                row["pruned"] = pruned_searches(lores["postgres"]) - pruned
+                row["text_searches"] = (len(asked) + len(asked[:5])) * 2  # warm-up too
                 result["sizes"][size] = row
                 print(render_size(size, row), file=sys.stderr)
             for lore in lores.values():
@@ -343,6 +354,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if server is not None:
             server.stop()
     return result
+
+
+def unpruned_lore(home: Path, url: str) -> Any:
+    """A runtime on the same database whose index ranks every matching entry."""
+    from lore.backends.postgres.search_index import PostgresSearchIndex
+
+    lore = open_lore(home, url)
+    lore.postgres.search_index = PostgresSearchIndex(lore.postgres.db, common_rows=None)
+    return lore
+
+
+def pruned_searches(lore: Any) -> int:
+    return int(lore.postgres.search_index.pruned_searches)
 
 
 def render_size(size: int, row: dict[str, Any]) -> str:
@@ -356,6 +380,17 @@ def render_size(size: int, row: dict[str, Any]) -> str:
         lines.append(
             f"    {label:<10} PostgreSQL {p50:7.2f} / {p95:7.2f}   SQLite {l50:7.2f} /"
             f" {l95:7.2f}   ratio p50 {p50 / l50:4.1f}x"
+        )
+        if f"unpruned_{mode}" in row:
+            u50, u95 = row[f"unpruned_{mode}"]
+            lines.append(
+                f"    {'':<10} PostgreSQL ranking every row {u50:7.2f} / {u95:7.2f}"
+                f"   ratio p50 {u50 / l50:4.1f}x SQLite, pruned/every row {p50 / u50:4.2f}x"
+            )
+    if "pruned" in row:
+        lines.append(
+            f"    PostgreSQL text searches with common words pruned:"
+            f" {row['pruned']} of {row['text_searches']}"
         )
     return "\n".join(lines)
 
@@ -376,6 +411,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=1000, help="texts embedded for real")
     parser.add_argument("--url", default="", help="an empty PostgreSQL database to fill")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--unpruned", action="store_true", help="also time PostgreSQL ranking every row"
+    )
     args = parser.parse_args(argv)
     result = run(args)
     print(json.dumps(result, indent=2) if args.json else render(result))

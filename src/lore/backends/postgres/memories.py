@@ -20,14 +20,8 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from lore.backends.memory_writes import MemoryWrites
-from lore.backends.postgres.bm25 import (
-    ColumnWeights,
-    TableStatistics,
-    bm25_arguments,
-    bm25_search,
-)
+from lore.backends.postgres.bm25 import COMMON_ROWS, Bm25Ranking, ColumnWeights
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.backends.postgres.tsquery import ts_query, ts_terms
 from lore.errors import NotFoundError
 from lore.ports.memories import (
     ActivePage,
@@ -58,9 +52,25 @@ _TERMS = (
 class PostgresMemoryStore(MemoryWrites[Connection]):
     """Memories, per scope. Each public write is one transaction."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, *, common_rows: int | None = COMMON_ROWS) -> None:
+        """`common_rows`: a query word held by more memories than this may be left to
+        score only the memories its rarer words find (None: never)."""
         self._db = db
-        self._statistics = TableStatistics()
+        self._ranking = Bm25Ranking(
+            "memories",
+            _WEIGHTS,
+            size=_table_size,
+            holding=_holding,
+            then="updated_at DESC, id",
+            columns=", updated_at",
+            common_rows=common_rows,
+        )
+
+    @property
+    def pruned_searches(self) -> int:
+        """Searches answered without ranking every memory holding a word of the query
+        (common words pruned, see `bm25`)."""
+        return self._ranking.pruned
 
     # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
 
@@ -132,36 +142,16 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
         """Active memories of this scope matching any word of `query`, best BM25 first
         (ranked as the SQLite store ranks them, see `bm25`), then the latest updated."""
         iso(now)
-        expression = ts_query(query)
-        if expression is None:
-            return []
-        terms = ts_terms(query)
         with self._db.connection() as conn:
-            newest = conn.execute("SELECT coalesce(max(id), 0) AS id FROM memories").fetchone()
-            entries, mean_length, holding = self._statistics.of(
-                terms,
-                0 if newest is None else int(newest["id"]),
-                lambda: _table_size(conn),
-                lambda term: _holding(conn, term),
+            ids = self._ranking.best(
+                conn,
+                query,
+                where=f"scope = %(scope)s AND {_LIVE}",
+                arguments={"scope": scope, "now": now},
+                limit=max(1, min(limit, 100)),
             )
-            ranked = conn.execute(
-                bm25_search(
-                    terms,
-                    table="memories",
-                    where=f"scope = %(scope)s AND {_LIVE}",
-                    weights=_WEIGHTS,
-                    then="updated_at DESC, id",
-                    columns=", updated_at",
-                ),
-                {
-                    "query": expression,
-                    "scope": scope,
-                    "now": now,
-                    "limit": max(1, min(limit, 100)),
-                    **bm25_arguments(terms, entries, mean_length, holding),
-                },
-            ).fetchall()
-            ids = [int(r["id"]) for r in ranked]
+            if not ids:
+                return []
             rows = conn.execute("SELECT * FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
         found = {int(row["id"]): _memory(row) for row in rows}
         return [found[i] for i in ids if i in found]

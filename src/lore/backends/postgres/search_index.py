@@ -17,14 +17,8 @@ from typing import Any
 import numpy as np
 
 from lore.backends.local.search_index import searchable_text
-from lore.backends.postgres.bm25 import (
-    ColumnWeights,
-    TableStatistics,
-    bm25_arguments,
-    bm25_search,
-)
+from lore.backends.postgres.bm25 import COMMON_ROWS, Bm25Ranking, ColumnWeights
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.backends.postgres.tsquery import ts_query, ts_terms
 from lore.embed import Embedder, Vectors
 from lore.errors import StoreError
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
@@ -47,14 +41,35 @@ _WEIGHTS = ColumnWeights(words=2.0, grams=2.0, extra=0.75)
 
 
 class PostgresSearchIndex:
-    def __init__(self, db: PostgresDatabase, embedder: Embedder | None = None) -> None:
+    """`common_rows`: a query term held by more entries than this may be left to score
+    only the entries its rarer terms find (None: every matching entry is ranked)."""
+
+    def __init__(
+        self,
+        db: PostgresDatabase,
+        embedder: Embedder | None = None,
+        *,
+        common_rows: int | None = COMMON_ROWS,
+    ) -> None:
         self._db = db
         self._embedder = embedder
-        self._statistics = TableStatistics()
+        self._ranking = Bm25Ranking(
+            "search_entries",
+            _WEIGHTS,
+            size=_table_size,
+            holding=_holding,
+            common_rows=common_rows,
+        )
 
     @property
     def db(self) -> PostgresDatabase:
         return self._db
+
+    @property
+    def pruned_searches(self) -> int:
+        """Text searches answered without ranking every entry holding a word of the query
+        (common words pruned, see `bm25`)."""
+        return self._ranking.pruned
 
     @property
     def embedder(self) -> Embedder:
@@ -291,36 +306,18 @@ class PostgresSearchIndex:
         self, scopes: Sequence[str], query: str, *, limit: int, now: float
     ) -> list[int]:
         """Entry ids in these scopes matching any term of `query`, best BM25 first (FTS5's
-        BM25, with the whole index's statistics, as the SQLite index ranks them)."""
-        expression = ts_query(query)
-        if expression is None or not scopes or limit <= 0:
+        BM25, with the whole index's statistics, as the SQLite index ranks them; common
+        words pruned as there, see `bm25`)."""
+        if not scopes or limit <= 0:
             return []
-        terms = ts_terms(query)
         with self._db.connection() as conn:
-            newest = conn.execute("SELECT coalesce(max(id), 0) AS id FROM search_entries")
-            row = newest.fetchone()
-            entries, mean_length, holding = self._statistics.of(
-                terms,
-                0 if row is None else int(row["id"]),
-                lambda: _table_size(conn),
-                lambda term: _holding(conn, term),
+            return self._ranking.best(
+                conn,
+                query,
+                where=f"scope = ANY(%(scopes)s) AND {_LIVE}",
+                arguments={"scopes": list(scopes), "now": now},
+                limit=limit,
             )
-            rows = conn.execute(
-                bm25_search(
-                    terms,
-                    table="search_entries",
-                    where=f"scope = ANY(%(scopes)s) AND {_LIVE}",
-                    weights=_WEIGHTS,
-                ),
-                {
-                    "query": expression,
-                    "scopes": list(scopes),
-                    "now": now,
-                    "limit": limit,
-                    **bm25_arguments(terms, entries, mean_length, holding),
-                },
-            ).fetchall()
-        return [int(r["id"]) for r in rows]
 
     def vector_search(
         self, scopes: Sequence[str], query: Vectors, *, limit: int, now: float
