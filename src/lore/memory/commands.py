@@ -127,7 +127,7 @@ async def _forget(conversation: CommandContext, args: str) -> str | CommandOutpu
 def _forget_everywhere(
     conversation: CommandContext, memory_id: int, *, erase: bool
 ) -> str | CommandOutput:
-    from lore.memory.purge import forget_everywhere
+    from lore.memory.purge import purge_everywhere
 
     lore = conversation.lore
     if not lore.config.is_owner_scope(conversation.scope):
@@ -136,18 +136,17 @@ def _forget_everywhere(
             ok=False,
         )
     try:
-        lines = forget_everywhere(
+        report = purge_everywhere(
             lore,
             conversation.scope,
             memory_id=memory_id,
             erase=erase,
             by=conversation.author,
             via="command",
-            confirm=f"Type /forget {memory_id} everywhere yes to erase all of it.",
         )
     except (NotFoundError, InvalidInputError) as exc:
         return CommandOutput(f"Nothing forgotten: {exc}", ok=False)
-    return "\n".join(lines)
+    return "\n".join(report.lines(f"Type /forget {memory_id} everywhere yes to erase all of it."))
 
 
 async def _dream(conversation: CommandContext, args: str) -> str | CommandOutput:

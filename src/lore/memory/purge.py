@@ -41,7 +41,6 @@ __all__ = [
     "PurgePlan",
     "PurgeReport",
     "apply",
-    "forget_everywhere",
     "plan",
     "purge_everywhere",
     "texts_of_memory",
@@ -137,25 +136,6 @@ class PurgeReport:
             "erased": self.erased,
             "left": self.left,
         }
-
-
-def forget_everywhere(
-    lore: Lore,
-    scope: str,
-    *,
-    memory_id: int | None = None,
-    phrase: str | None = None,
-    erase: bool,
-    by: str,
-    via: str,
-    confirm: str,
-) -> list[str]:
-    """What `lore forget --everywhere` and `/forget ID everywhere` say: every copy found,
-    and, when `erase`, that each was erased and what (if anything) is left."""
-    report = purge_everywhere(
-        lore, scope, memory_id=memory_id, phrase=phrase, erase=erase, by=by, via=via
-    )
-    return report.lines(confirm)
 
 
 def purge_everywhere(
