@@ -4,7 +4,7 @@ count of live memories, whatever writes, expiries and scopes came before."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -14,7 +14,7 @@ import pytest
 from lore.backends.local.database import Database, _split_sql, migrations
 from lore.backends.local.memories import SQLiteMemoryStore as MemoryStore
 from lore.memory.block import render_memory_block
-from lore.ports.memories import Source
+from tests.memory_notes import note
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
@@ -31,30 +31,6 @@ def db(tmp_path: Path) -> Iterator[Database]:
 @pytest.fixture
 def store(db: Database) -> MemoryStore:
     return MemoryStore(db)
-
-
-def note(
-    store: MemoryStore,
-    content: str,
-    scope: str = HOME,
-    *,
-    kind: str = "fact",
-    keywords: Iterable[str] = (),
-    source: Source | None = None,
-    expires_at: datetime | None = None,
-) -> int:
-    memory, _ = store.remember(
-        scope,
-        content,
-        kind=kind,
-        keywords=keywords,
-        author="john",
-        via="tool",
-        now=NOW,
-        source=source,
-        expires_at=expires_at,
-    )
-    return memory.id
 
 
 def total(store: MemoryStore, scope: str = HOME, now: datetime = NOW) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from lore.backends.local.database import Database
 from lore.backends.local.memories import SQLiteMemoryStore
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import MemoryStore, Source
+from tests.memory_notes import note
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
@@ -28,30 +29,6 @@ def db(tmp_path: Path) -> Iterator[Database]:
 @pytest.fixture
 def store(db: Database) -> MemoryStore:
     return SQLiteMemoryStore(db)
-
-
-def note(
-    store: MemoryStore,
-    content: str,
-    scope: str = HOME,
-    *,
-    kind: str = "fact",
-    keywords: Iterable[str] = (),
-    source: Source | None = None,
-    expires_at: datetime | None = None,
-) -> int:
-    memory, _ = store.remember(
-        scope,
-        content,
-        kind=kind,
-        keywords=keywords,
-        author="john",
-        via="tool",
-        now=NOW,
-        source=source,
-        expires_at=expires_at,
-    )
-    return memory.id
 
 
 def test_remember_stores_every_field_of_the_fact(store: MemoryStore) -> None:

@@ -4,7 +4,6 @@ search, export and import. Written against the port only."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,34 +11,11 @@ import pytest
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import MemoryStore, Source
 from tests.contract.conftest import Backend
+from tests.memory_notes import note
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOME = "cli:default"
 GROUP = "line:group:family"
-
-
-def note(
-    store: MemoryStore,
-    content: str,
-    scope: str = HOME,
-    *,
-    kind: str = "fact",
-    keywords: Iterable[str] = (),
-    source: Source | None = None,
-    expires_at: datetime | None = None,
-) -> int:
-    memory, _ = store.remember(
-        scope,
-        content,
-        kind=kind,
-        keywords=keywords,
-        author="john",
-        via="tool",
-        now=NOW,
-        source=source,
-        expires_at=expires_at,
-    )
-    return memory.id
 
 
 @pytest.fixture
