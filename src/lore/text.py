@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Terms",
+    "counted",
     "display_width",
     "index_terms",
     "match_expression",
@@ -67,6 +68,11 @@ class Terms:
 def normalise(text: str) -> str:
     """NFKC (full-width Latin, half-width Kana) and case folding, as index and query share."""
     return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+
+
+def counted(count: int, noun: str) -> str:
+    """ "1 message", "3 messages": a count with its English noun."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def display_width(text: str) -> int:

@@ -47,9 +47,10 @@ def _home(args: argparse.Namespace) -> Path:
 
 def _backup(args: argparse.Namespace) -> int:
     from lore.backends.local.backup import backup
+    from lore.text import counted
 
     report = backup(_home(args), Path(args.file))
-    files = f"{report.files} file{'s' if report.files != 1 else ''}"
+    files = counted(report.files, "file")
     print(f"Backed up {files} to {report.path} ({report.size:,} bytes, verified).")
     return 0
 

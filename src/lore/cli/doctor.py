@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _database(path: Path, *, repair: bool) -> bool:
     from lore.backends.local import repair as db_repair
+    from lore.text import counted
 
     health = db_repair.check(path)
     name = path.name
@@ -68,9 +69,7 @@ def _database(path: Path, *, repair: bool) -> bool:
         print(f"{name}: {what}; moved aside as {kept.name}; Lore starts with an empty one")
         return True
     count = len(health.problems)
-    print(
-        f"{name}: damaged ({count} problem{'s' if count != 1 else ''}), first: {health.problems[0]}"
-    )
+    print(f"{name}: damaged ({counted(count, 'problem')}), first: {health.problems[0]}")
     if not repair:
         print(
             f"{name}: run `lore doctor --repair` to copy what can be read into a new "

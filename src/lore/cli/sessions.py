@@ -101,6 +101,7 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
     """The live (not yet archived) session whose id starts with `wanted`."""
     from lore.errors import SessionError
     from lore.sessions.tools import render_message
+    from lore.text import counted
 
     sessions = [lore.session(key) for key in lore.sessions.live_keys()]
     found = [s for s in sessions if s.meta.session_id.startswith(wanted) and s.messages]
@@ -119,7 +120,7 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
         meta = {"session_id": session.meta.session_id, "key": session.key, "live": True}
         print_json({"session": meta, "offset": start, "messages": messages})
         return 0
-    count = f"{total} message{'s' if total != 1 else ''}"
+    count = counted(total, "message")
     print(f"Session {session.meta.session_id} · {session.key} · live · {count}")
     for number, message in enumerate(messages, start=start):
         print()
@@ -130,6 +131,7 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
     from lore.sessions.tools import Page, render_message
+    from lore.text import counted
 
     lore = load_runtime(args)
     archive = lore.sessions.archive
@@ -149,7 +151,7 @@ def _show(args: argparse.Namespace) -> int:
         print_json({"session": entry.to_dict(), "offset": start, "messages": messages})
         return 0
     page = Page(start, messages)
-    count = f"{total} message{'s' if total != 1 else ''}"
+    count = counted(total, "message")
     print(f"Session {entry.session_id} · {entry.key} · {entry.slug} · {count}")
     print(f"transcript: {entry.transcript_path}")
     print(f"summary:    {entry.memory_path or '(' + entry.summary + ')'}")

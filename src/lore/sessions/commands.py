@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from lore.core.commands import Command
 from lore.errors import LoreError
 from lore.events import CommandOutput
+from lore.text import counted
 
 if TYPE_CHECKING:
     from lore.core.commands import CommandContext
@@ -30,8 +31,8 @@ async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
     settings = lore.config.session_memory
     summary = settings.enabled and users >= settings.min_user_messages
     return (
-        f"New session started. The previous one ({entry.message_count} "
-        f"message{'s' if entry.message_count != 1 else ''}) is archived "
+        f"New session started. The previous one ({counted(entry.message_count, 'message')})"
+        " is archived "
         f"as {entry.transcript_path}" + ("; its summary is being written." if summary else ".")
     )
 

@@ -17,6 +17,7 @@ from lore.core.tools import ToolContext, optional_int, optional_str
 from lore.errors import ToolError
 from lore.llm.base import Message, content_text
 from lore.ports.sessions import ArchivedSession
+from lore.text import counted
 
 if TYPE_CHECKING:
     from lore.ports.sessions import SessionStore
@@ -114,8 +115,7 @@ class SessionListTool:
                 found = [e for e in found if wanted.lower() in (getattr(e, field) or "").lower()]
         live = self._sessions.live(ctx.scope)
         lines = [
-            f"Live session: {live.meta.session_id} ({len(live.messages)} "
-            f"message{'s' if len(live.messages) != 1 else ''}); "
+            f"Live session: {live.meta.session_id} ({counted(len(live.messages), 'message')}); "
             "session_history() with no id shows it."
         ]
         if not found:
@@ -241,7 +241,7 @@ def describe_session(entry: ArchivedSession, zone: tzinfo) -> str:
     summary = entry.memory_path or f"({entry.summary})"
     return (
         f"- {entry.session_id} · ended {_local(entry.ended_at, zone)} · {entry.slug} · "
-        f"{entry.message_count} message{'s' if entry.message_count != 1 else ''}\n"
+        f"{counted(entry.message_count, 'message')}\n"
         f"  transcript: {entry.transcript_path}\n"
         f"  summary: {summary}"
     )
