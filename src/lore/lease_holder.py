@@ -24,6 +24,7 @@ __all__ = ["LeaseHolder"]
 
 _LIVE = ".holder"
 _GONE = ".gone"
+_DRAFT = ".tmp"
 # A gone holder's mark (or the draft of one that died starting) is kept this long, longer
 # than any lease, then removed: by then whatever it held has run out anyway.
 _KEEP_GONE_SECONDS = 3600.0
@@ -47,7 +48,7 @@ class LeaseHolder:
         directory.mkdir(parents=True, exist_ok=True)
         # Locked before it takes its name: a holder file is never seen unlocked while
         # its process lives.
-        draft = directory / f"{self.name}.tmp"
+        draft = directory / f"{self.name}{_DRAFT}"
         fd = os.open(draft, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.replace(draft, directory / f"{self.name}{_LIVE}")
@@ -60,18 +61,14 @@ class LeaseHolder:
         names = []
         now = time.time()
         for path in self.directory.iterdir():
-            name, _, suffix = path.name.partition(".")
-            if name == self.name:
+            if path.stem == self.name:
                 continue
-            if f".{suffix}" in (_GONE, ".tmp"):
-                with contextlib.suppress(OSError):
-                    if now - path.stat().st_mtime > _KEEP_GONE_SECONDS:
-                        path.unlink()
-                        continue
-                if f".{suffix}" == _GONE:
-                    names.append(name)
-            elif f".{suffix}" == _LIVE and _ended(path):
-                names.append(name)
+            if path.suffix == _LIVE:
+                if _ended(path):
+                    names.append(path.stem)
+            elif path.suffix in (_GONE, _DRAFT) and not _aged_out(path, now):
+                if path.suffix == _GONE:
+                    names.append(path.stem)
         return sorted(names)
 
     def close(self) -> None:
@@ -83,6 +80,17 @@ class LeaseHolder:
             os.replace(live, self.directory / f"{self.name}{_GONE}")
         os.close(self._fd)
         self._fd = None
+
+
+def _aged_out(path: Path, now: float) -> bool:
+    """A gone mark or a draft older than any lease: removed (True), or kept."""
+    try:
+        if now - path.stat().st_mtime <= _KEEP_GONE_SECONDS:
+            return False
+        path.unlink()
+    except OSError:
+        return False  # removed by another process meanwhile, or not ours to remove
+    return True
 
 
 def _ended(path: Path) -> bool:
