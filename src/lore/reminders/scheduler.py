@@ -24,6 +24,7 @@ from lore.lease_holder import LeaseHolder
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.reminders.delivery import Delivery
+from lore.text import counted
 
 __all__ = ["Deliver", "Scheduler"]
 
@@ -78,7 +79,7 @@ class Scheduler:
         delivered: list[Delivery] = []
         if self.holder is not None and (gone := self.holder.gone()):
             if ended := self.outbox.end_leases(gone):
-                log.info("taking over %d reminder deliveries a stopped process left", ended)
+                log.info("taking over %s a stopped process left", counted(ended, "reminder"))
         while True:
             items = self.outbox.lease(
                 owner=self.owner,
