@@ -154,6 +154,22 @@ async def test_in_the_workspace_the_archive_and_the_home_stay_hidden(
     assert (workspace / "notes.md").read_text() == "note\n"
 
 
+async def test_a_skills_scripts_run_from_the_project_but_cannot_be_changed(
+    config: Config, project: Path, state: Path
+) -> None:
+    skill = config.workspace / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\n---\nRun run.sh\n")
+    (skill / "run.sh").write_text("echo 你好 from the skill\n")
+    output = await _run(
+        config,
+        f"sh {skill}/run.sh; echo changed >> {skill}/run.sh; cat {state}/api_token",
+        project,
+    )
+    assert "你好 from the skill" in output and TOKEN not in output
+    assert (skill / "run.sh").read_text() == "echo 你好 from the skill\n"
+
+
 async def test_a_folder_of_the_home_outside_the_workspace_is_refused(
     config: Config, state: Path
 ) -> None:

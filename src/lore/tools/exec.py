@@ -76,6 +76,7 @@ class ExecTool:
                 root=root,
                 home=self.bench.home,
                 hidden_in_root=hidden,
+                read_only=self._skills_outside(root),
                 network=self.bench.policy.allows_network(command),
             )
             env = minimal_environment(env, home=SANDBOX_HOME)
@@ -94,6 +95,14 @@ class ExecTool:
                 f" Output so far:\n{output or '(none)'}"
             )
         return f"$ {command}\nexit code {code} · {seconds:.1f} s\n{output or '(no output)'}"
+
+    def _skills_outside(self, root: Path) -> list[Path]:
+        """The workspace's skills folder, when the root does not hold it: a skill's
+        scripts run through exec, so the sandbox lets them be read (never written)."""
+        skills = Path(os.path.realpath(self.bench.workspace / "skills"))
+        if skills == root or root in skills.parents or not skills.is_dir():
+            return []
+        return [skills]
 
     def _hidden_in(self, root: Path) -> list[Path]:
         """The folders below `root` the sandbox covers: Lore's home when the project holds

@@ -2,14 +2,15 @@
 
 The command sees a new, empty root holding only the system read-only (/usr and its
 links, a few files of /etc), a fresh /proc of its own processes, a private /dev and /tmp,
-and the project folder writable. Lore's home and every other file of the owner are not
-there at all; where the home lies inside the project (or the project is the agent
-workspace), an empty folder is mounted over it and over the workspace's archive and
-version history. No capability survives (`--cap-drop ALL`), so even root inside cannot
-unmount what hides them. The network is a private loopback unless the trust policy lets
-that command out. The environment is built from an allowlist of harmless names, so a
-secret is never passed whatever it is called; bubblewrap itself starts with it too,
-because it becomes process 1 and its environment shows in /proc/1/environ.
+the project folder writable and the workspace's skills readable. Lore's home and every
+other file of the owner are not there at all. Where the project holds the home, an empty
+folder is mounted over the home; where the project is the agent workspace, over its
+archive and version history. No capability survives (`--cap-drop ALL`), so even root
+inside cannot unmount what hides them. The network is a private loopback unless the
+trust policy lets that command out. The environment is built from an allowlist of
+harmless names, so a secret is never passed whatever it is called; bubblewrap itself
+starts with it too, because it becomes process 1 and its environment shows in
+/proc/1/environ.
 """
 
 from __future__ import annotations
@@ -88,10 +89,12 @@ def bwrap_command(
     root: Path,
     home: Path,
     hidden_in_root: list[Path],
+    read_only: list[Path],
     network: bool,
 ) -> list[str]:
     """bubblewrap's argument list running `/bin/sh -c command` in `root`. `hidden_in_root`
-    are folders below `root` that get an empty folder mounted over them."""
+    are folders below `root` that get an empty folder mounted over them; `read_only` are
+    folders elsewhere the command may read (the skills' scripts)."""
     args = [bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not network:
@@ -109,5 +112,7 @@ def bwrap_command(
     args += ["--bind", str(root), str(root)]
     for folder in hidden_in_root:
         args += ["--tmpfs", str(folder)]
+    for folder in read_only:
+        args += ["--ro-bind", str(folder), str(folder)]
     args += ["--chdir", str(root), "/bin/sh", "-c", command]
     return args
