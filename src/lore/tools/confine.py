@@ -12,10 +12,10 @@ opened relative to the one before with O_NOFOLLOW, and so is the file itself; a 
 that appeared since the check makes the open fail instead of being followed.
 
 A hard link is a second name for the same file, so no path check can see one. An opened
-file that has more than one name and lies on the home's file system is compared, by
-inode, with every file under the home the tools may not read by its own path (the state
-above, and anything outside the root): a link to any of them is refused. Files with one
-name, or on another file system, cannot be such a link and cost nothing extra.
+file that has more than one name is compared, by inode, with every file under the home
+the tools may not read by its own path (the state above, and anything outside the
+root): a link to any of them is refused. A file with one name cannot be such a link and
+costs nothing extra; the home is walked at most once per tool call.
 """
 
 from __future__ import annotations
@@ -112,16 +112,7 @@ class Confinement:
     def links_to_home(self, info: os.stat_result) -> bool:
         """Whether the opened file `info` is a hard link to a file under the home that no
         tool may read by its own name."""
-        if info.st_nlink < 2 or info.st_dev != self._home_device:
-            return False
-        return (info.st_dev, info.st_ino) in self._guarded_inodes
-
-    @cached_property
-    def _home_device(self) -> int:
-        try:
-            return os.stat(self.home).st_dev
-        except OSError:
-            return -1
+        return info.st_nlink > 1 and (info.st_dev, info.st_ino) in self._guarded_inodes
 
     @cached_property
     def _guarded_inodes(self) -> frozenset[tuple[int, int]]:

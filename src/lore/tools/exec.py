@@ -42,7 +42,9 @@ class ExecTool:
         "Run one shell command in the project folder (or the workspace when no project is "
         "chosen) and get its exit code and output (stdout and stderr, cut when long). It "
         "is stopped after a timeout and gets no input, so never start anything "
-        "interactive. The owner is usually asked first; some commands are never allowed. "
+        "interactive. It runs in a sandbox: the project folder (writable), the system "
+        "(read-only) and the skills are there, nothing else of the owner's, and usually no "
+        "network. The owner is usually asked first; some commands are never allowed. "
         "A skill's scripts run through this tool too."
     )
     parameters: dict[str, Any] = {
