@@ -163,3 +163,10 @@ class SearchIndexPort(Protocol):
 
     def remove_entries(self, entry_ids: Sequence[int]) -> int:
         """Drop these entries, words and vectors included, leaving no trace of their text."""
+
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        """Keep these marks of a source out of the index for good (a forgotten memory's
+        turns, its note chunks): `hidden` returns them after any `clear`."""
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        """Every hidden mark of this kind, by source."""

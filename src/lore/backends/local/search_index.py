@@ -167,6 +167,22 @@ class SearchIndex:
             conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
         return removed
 
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        with self._db.atomic() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO search_hidden (kind, source, mark) VALUES (?, ?, ?)",
+                [(kind, source, mark) for mark in marks],
+            )
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {}
+        rows = self._db.conn.execute(
+            "SELECT source, mark FROM search_hidden WHERE kind = ?", (kind,)
+        )
+        for source, mark in rows:
+            found.setdefault(source, set()).add(mark)
+        return {source: frozenset(marks) for source, marks in found.items()}
+
     def clear(self, *, requeue_memories: bool = False) -> None:
         """Empty the index (vectors included); optionally queue every active memory again,
         so `sources.catch_up_memories` re-indexes them."""
