@@ -162,3 +162,40 @@ async def test_the_forget_tool_says_the_transcript_keeps_what_was_said(lore: Run
     ctx.shown_memory_ids.add(memory.id)
     result = await lore.tools.call(ToolCall("c", "forget", json.dumps({"id": memory.id})), ctx)
     assert "What you said stays in the conversation's transcript" in result.content
+
+
+SUPERSEDED = [
+    ("I live in Hualien", "User lives in Hualien", "User lives in Taipei", "Hualien"),
+    ("我住在花莲", "用户住在花莲", "用户住在台北", "花莲"),
+    ("я живу в Хуаляне", "Пользователь живёт в Хуаляне", "Пользователь живёт в Тайбэе", "Хуаляне"),
+]
+
+
+@pytest.mark.parametrize("said,old,new,word", SUPERSEDED, ids=["en", "zh", "ru"])
+async def test_a_transcript_hit_stating_a_superseded_value_ranks_below_it_and_says_so(
+    lore: Runtime, said: str, old: str, new: str, word: str
+) -> None:
+    from lore.ports.memories import Source
+    from lore.search import format_hits
+
+    session = lore.session(KEY)
+    session.append([{"role": "user", "content": said}, {"role": "assistant", "content": "OK."}])
+    first, _ = lore.memory.remember(
+        KEY, old, author="anna", via="tool", now=lore.clock.now(),
+        source=Source(session.meta.session_id, 0),
+    )  # fmt: skip
+    current = lore.memory.supersede(
+        KEY, first.id, new, author="anna", via="tool", now=lore.clock.now()
+    )
+    search = searcher(lore)
+    search.index_live(KEY)
+
+    hits = search.search(f"{word} {new}", KEY, mode="text")
+    kinds = [(h.entry.kind, h.entry.locator, h.superseded_by) for h in hits]
+    assert ("message", 0, current.id) in kinds, kinds
+    assert kinds.index(("memory", current.id, None)) < kinds.index(("message", 0, current.id))
+    shown = format_hits(hits, word, lore.zone)
+    assert f"(superseded by #{current.id})" in shown
+    assert (
+        hits[[h.entry.kind for h in hits].index("message")].to_dict()["superseded_by"] == current.id
+    )

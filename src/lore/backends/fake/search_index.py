@@ -216,6 +216,9 @@ class FakeSearchIndex:
         # The fake keeps no memories beside it: no message has facts to join its key.
         return {}
 
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        return {}  # no memories beside it, as for facts_of
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         found = {}
         for entry_id in ids:

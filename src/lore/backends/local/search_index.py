@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from lore.backends.local import bm25
 from lore.backends.local.database import Database
 from lore.backends.local.vectors import VectorMatrix
+from lore.backends.memory_writes import current_versions
 from lore.embed import Embedder, Vectors, quantise
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 from lore.text import index_terms, match_expression
@@ -518,6 +519,16 @@ class SearchIndex:
         for message, content in rows:
             facts.setdefault(int(message), []).append(str(content))
         return facts
+
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        rows = self._db.conn.execute(
+            "SELECT id, source_session, source_message, superseded_by, status FROM memories"
+            " WHERE scope = ? AND status IN ('active', 'superseded')",
+            (scope,),
+        )
+        return current_versions(
+            [(int(r[0]), r[1], r[2], r[3], str(r[4])) for r in rows], session_id
+        )
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:

@@ -385,6 +385,23 @@ class PostgresSearchIndex:
             facts.setdefault(int(row["source_message"]), []).append(str(row["content"]))
         return facts
 
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        from lore.backends.memory_writes import current_versions
+
+        rows = self._db.fetch_all(
+            "SELECT id, source_session, source_message, superseded_by, status FROM memories"
+            " WHERE scope = %s AND status IN ('active', 'superseded')",
+            (scope,),
+        )
+        return current_versions(
+            [
+                (int(r["id"]), r["source_session"], r["source_message"], r["superseded_by"],
+                 str(r["status"]))
+                for r in rows
+            ],
+            session_id,
+        )  # fmt: skip
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:
             return {}
