@@ -56,7 +56,7 @@ def _due(scope: str, author: str, text: str, *, late: bool = False) -> Delivery:
                "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
     created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
     return Delivery(OutboxItem(0, f"r7@{text}", scope, "line", "reminder", payload, "pending",
-                               0, created))  # fmt: skip
+                               0, created), created)  # fmt: skip
 
 
 async def test_a_reminder_with_braces_and_emoji_mentions_its_author_as_line_renders_it(

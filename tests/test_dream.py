@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,8 @@ from lore.errors import ProviderServerError
 from lore.files import try_lock
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.memory.dream import DREAM_PROMPT, dream_forever, run_dream
+from lore.logs import configure_logging
+from lore.memory.dream import DREAM_PROMPT, DreamResult, dream_forever, run_dream
 from lore.ports.notes import template
 from lore.runtime import Runtime
 
@@ -331,6 +334,44 @@ async def test_serve_dreams_on_a_schedule(lore: Runtime, model: ScriptedProvider
     with pytest.raises(asyncio.CancelledError):
         await task
     assert _history(lore).dream_cursor() == last
+
+
+async def test_a_run_that_changes_nothing_says_so_in_words_and_stays_out_of_the_console(
+    lore: Runtime,
+    model: ScriptedProvider,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """`lore serve` dreams at start: "Dream read 1 history entries" in the style of an
+    error was the first line a new user saw."""
+    last = _note(lore, "Джон любит чай")
+    model.default = Step(text="no changes")
+    configure_logging(tmp_path / "log-home", console_level=logging.INFO)
+    try:
+        task = asyncio.create_task(dream_forever(lore, interval=3600))
+        for _ in range(10_000):
+            await asyncio.sleep(0)
+            if _history(lore).dream_cursor() == last:
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert _history(lore).dream_cursor() == last
+        logging.getLogger("lore.cli.serve").info("serving on http://127.0.0.1:8765")
+        logging.getLogger("lore.cli.serve").warning("the LINE channel is not configured")
+    finally:
+        configure_logging(tmp_path / "log-home", console_level=logging.ERROR)
+
+    console = capsys.readouterr().err.splitlines()
+    assert not any("Dream read" in line for line in console)
+    assert console[0].endswith("serving on http://127.0.0.1:8765")
+    assert not console[0].startswith("lore: ")  # the style of an error, kept for warnings
+    assert console[1] == "lore: the LINE channel is not configured"
+
+
+def test_a_dream_run_counts_its_entries_in_words() -> None:
+    assert DreamResult("done", 1).describe().startswith("Dream read 1 history entry: ")
+    assert DreamResult("done", 2).describe().startswith("Dream read 2 history entries: ")
 
 
 async def test_every_run_leaves_the_versioned_files_committed(

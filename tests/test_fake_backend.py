@@ -24,7 +24,7 @@ async def test_a_due_reminder_reaches_its_conversation_once_on_the_fake_backend(
     # The first process delivers and dies before marking it done...
     stores.reminders.claim_due(fire)
     [item] = stores.outbox.lease(owner="doomed", now=fire, seconds=60)
-    await deliver(Delivery(item))
+    await deliver(Delivery(item, fire))
     # ...so once the lease runs out the next one delivers it again, and the key holds.
     later = fire + timedelta(minutes=2)
     delivered = await Scheduler(stores.reminders, FixedClock(later), deliver).run_once(later)

@@ -123,13 +123,27 @@ def test_malformed_json_is_one_clear_422(gateway: Gateway) -> None:
     assert reply.json()["error"]["message"] == "the request body is not valid JSON"
 
 
-def test_openapi_docs_are_served(gateway: Gateway) -> None:
-    with gateway.client(token="") as http:
+def test_openapi_docs_are_served_with_the_token(gateway: Gateway) -> None:
+    with gateway.client() as http:
         docs = http.get("/docs")
         schema = http.get("/openapi.json").json()
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     assert "/api/memories/{memory_id}/history" in schema["paths"]
     assert "/v1/chat/completions" in schema["paths"]
+
+
+def test_openapi_docs_need_the_token_like_every_endpoint_but_health(gateway: Gateway) -> None:
+    """They list every route and its parameters: what the README says needs a token."""
+    with gateway.client(token="") as http:
+        paths = ["/docs", "/openapi.json", "/redoc", "/docs/oauth2-redirect"]
+        statuses = {path: http.get(path).status_code for path in paths}
+        assert http.get("/health").status_code == 200
+    assert statuses == {
+        "/docs": 401,
+        "/openapi.json": 401,
+        "/redoc": 404,
+        "/docs/oauth2-redirect": 404,
+    }
 
 
 def test_the_token_file_is_created_once_and_private(config: Config) -> None:

@@ -483,7 +483,8 @@ async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mentio
                    "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
         created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
         return Delivery(
-            OutboxItem(0, f"r7@{late}", scope, "line", "reminder", payload, "pending", 0, created)
+            OutboxItem(0, f"r7@{late}", scope, "line", "reminder", payload, "pending", 0, created),
+            created,
         )
 
     await line.channel.deliver(due(f"line:user:{JOHN}", late=True))

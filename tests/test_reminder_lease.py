@@ -41,7 +41,7 @@ _CHILD = textwrap.dedent(
     if sys.argv[3] == "after-write":
         deliver = session_delivery(lore.sessions, lambda scope: None)
         for item in items:
-            asyncio.run(deliver(Delivery(item)))
+            asyncio.run(deliver(Delivery(item, now)))
     print(len(items), flush=True)
     time.sleep(600)
     """

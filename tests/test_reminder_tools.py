@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
+from lore.llm.scripted import ScriptedProvider
+from lore.reminders import create_reminder
 from lore.reminders.feature import reminders_feature
 from lore.runtime import Runtime
 from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
@@ -125,16 +128,38 @@ async def test_list_reminders_says_when_there_are_none(lore: Runtime) -> None:
 
 
 async def test_cancel_reminder_cancels_by_id(lore: Runtime) -> None:
-    await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
-    result = await call(lore, "cancel_reminder", id=1)
+    ctx = context()
+    await call(lore, "set_reminder", ctx, text="call mom", when="in 10 minutes")
+    result = await call(lore, "cancel_reminder", ctx, id=1)
     assert result.content == "Cancelled reminder #1: call mom"
     assert lore.reminders.list("line:group:family") == []
-    assert not (await call(lore, "cancel_reminder", id="#1")).content.startswith("Cancelled")
+    assert not (await call(lore, "cancel_reminder", ctx, id="#1")).content.startswith("Cancelled")
+
+
+async def test_cancel_reminder_refuses_an_id_it_was_never_shown(lore: Runtime) -> None:
+    """Set from the terminal, never listed: the model guessed #1."""
+    await call(lore, "set_reminder", text="倒垃圾 / вынести мусор", when="in 10 minutes")
+
+    result = await call(lore, "cancel_reminder", id=1)
+
+    assert result.is_error
+    assert "#1 was not shown in this conversation" in result.content
+    assert [r.status for r in lore.reminders.list("line:group:family")] == ["pending"]
+
+
+async def test_an_id_list_reminders_showed_can_be_cancelled(lore: Runtime) -> None:
+    await call(lore, "set_reminder", text="вынести мусор", when="in 10 minutes")
+    ctx = context()
+
+    await call(lore, "list_reminders", ctx)
+    result = await call(lore, "cancel_reminder", ctx, id=1)
+
+    assert result.content == "Cancelled reminder #1: вынести мусор"
 
 
 async def test_cancelling_another_conversations_reminder_changes_nothing(lore: Runtime) -> None:
     await call(lore, "set_reminder", context("telegram:1"), text="theirs", when="in 5 minutes")
-    result = await call(lore, "cancel_reminder", id=1)
+    result = await call(lore, "cancel_reminder", context(shown_reminder_ids={1}), id=1)
     assert result.is_error
     assert "no reminder #1 in this conversation" in result.content
     assert [r.status for r in lore.reminders.list("telegram:1")] == ["pending"]
@@ -149,9 +174,10 @@ async def test_cancel_reminder_refuses_a_non_number(lore: Runtime) -> None:
 async def test_cancel_reminder_refuses_what_is_not_a_reminder_number(
     lore: Runtime, bad: Any
 ) -> None:
-    await call(lore, "set_reminder", text="call mom", when="in 10 minutes")
+    ctx = context()
+    await call(lore, "set_reminder", ctx, text="call mom", when="in 10 minutes")
 
-    result = await call(lore, "cancel_reminder", id=bad)
+    result = await call(lore, "cancel_reminder", ctx, id=bad)
 
     assert result.is_error
     assert [r.status for r in lore.reminders.list("line:group:family")] == ["pending"]
@@ -184,3 +210,24 @@ def test_a_delay_under_a_minute_is_not_called_zero_minutes() -> None:
 
     assert in_words(timedelta(seconds=4)) == "in less than a minute"
     assert in_words(timedelta(minutes=10)) == "in 10 min"
+
+
+async def test_a_reminder_set_in_an_earlier_turn_is_cancelled_in_a_later_one(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    conversation = lore.conversation("cli:default", emit=lambda event: None)
+    model.tool_call("set_reminder", {"text": "给妈妈打电话", "when": "in 1 hour"}).reply("Set.")
+    await conversation.send("remind me to call mom in an hour")
+    create_reminder(
+        lore.reminders, scope="cli:default", author="john", text="pay rent", when="in 2 hours",
+        now=NOW, zone=ZoneInfo("Asia/Taipei"),
+    )  # fmt: skip
+
+    model.tool_call("cancel_reminder", {"id": 1}).reply("Cancelled.")
+    await conversation.send("cancel the call mom reminder")
+    model.tool_call("cancel_reminder", {"id": 2}).reply("Could not.")
+    await conversation.send("cancel the other one too")
+
+    assert model.requests[3].messages[-1]["content"].startswith("Cancelled reminder #1")
+    assert model.requests[5].messages[-1]["content"].startswith("Error:")
+    assert [r.text for r in lore.reminders.list("cli:default")] == ["pay rent"]

@@ -323,6 +323,27 @@ async def test_delivery_appends_to_the_session_and_emits_a_reminder_event(lore: 
     assert "(late)" in message["content"] and "@john" in message["content"]
 
 
+async def test_a_delivered_reminder_is_dated_when_it_was_delivered(lore: Runtime) -> None:
+    """Not by the session's start: the transcript and search show when it arrived."""
+    from lore.search import searcher
+
+    scope = "line:group:family"
+    lore.session(scope).append(
+        [{"role": "user", "content": "早安", "timestamp": (NOW - timedelta(hours=3)).isoformat()}]
+    )
+    remind(lore.reminders, "in 10 minutes", text="吃药 / принять таблетки")
+    deliver = session_delivery(lore.sessions, lambda scope: None)
+    fired = NOW + timedelta(minutes=12)
+
+    await Scheduler(lore.reminders, lore.clock, deliver).run_once(fired)
+
+    message = lore.session(scope).messages[-1]
+    assert message["timestamp"] == fired.isoformat(timespec="seconds")
+    searcher(lore).index_live(scope)
+    hits = searcher(lore).search("таблетки", scope, mode="text")
+    assert [h.entry.at for h in hits if "таблетки" in h.entry.text] == [fired.timestamp()]
+
+
 async def test_delivering_an_occurrence_again_never_adds_it_twice(lore: Runtime) -> None:
     """A process killed after writing the line but before marking it done: the next
     delivery finds the key in the session."""
@@ -330,7 +351,9 @@ async def test_delivering_an_occurrence_again_never_adds_it_twice(lore: Runtime)
     lore.reminders.claim_due(NOW + timedelta(minutes=10))
     [item] = lore.outbox.lease(owner="first", now=NOW + timedelta(minutes=10))
     deliver = session_delivery(lore.sessions, lambda scope: None)
-    await deliver(Delivery(item))  # ... and the process dies before `done`
+    await deliver(
+        Delivery(item, NOW + timedelta(minutes=10))
+    )  # ... and the process dies before `done`
     later = NOW + timedelta(minutes=12)
     delivered = await Scheduler(lore.reminders, FixedClock(later), deliver).run_once(later)
     assert [d.key for d in delivered] == [item.key]

@@ -218,3 +218,28 @@ def test_a_session_of_one_message_is_counted_in_the_singular(
     assert capsys.readouterr().out.startswith(header)
     assert main(["sessions", "show", live[:8]]) == 0
     assert capsys.readouterr().out.startswith(f"Session {live} · {KEY} · live · 1 message\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "key"), [("live", KEY), (KEY, KEY), ("telegram:42", "telegram:42")]
+)
+def test_sessions_show_reads_a_live_session_by_the_names_the_web_page_uses(
+    lore: Runtime, capsys: pytest.CaptureFixture[str], name: str, key: str
+) -> None:
+    """`live` (the terminal's live session) and a conversation's key (its live one)."""
+    session = lore.session(key)
+    session.append(TURN)
+
+    assert main(["sessions", "show", name]) == 0
+
+    out = capsys.readouterr().out
+    assert out.startswith(f"Session {session.meta.session_id} · {key} · live · 4 messages")
+    assert "花莲天气？" in out
+
+
+def test_sessions_show_of_a_conversation_without_a_live_session_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["sessions", "show", "telegram:404"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lore: telegram:404 has no live session") and err.count("\n") == 1

@@ -18,6 +18,21 @@ _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _installed: list[logging.Handler] = []
 
 
+class _ConsoleFormat(logging.Formatter):
+    """A warning or an error as the CLI prints its errors ("lore: …"); activity (what `lore
+    serve` shows at INFO) with the time instead, so that it never reads as an error."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(message)s", datefmt="%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno >= logging.WARNING:
+            return f"lore: {record.getMessage()}" + (
+                "\n" + self.formatException(record.exc_info) if record.exc_info else ""
+            )
+        return super().format(record)
+
+
 def configure_logging(home: Path, *, console_level: int = logging.ERROR) -> None:
     """Install Lore's two handlers on the root logger, replacing any installed before."""
     root = logging.getLogger()
@@ -38,7 +53,7 @@ def configure_logging(home: Path, *, console_level: int = logging.ERROR) -> None
         _installed.append(to_file)
     console = logging.StreamHandler()
     console.setLevel(console_level)
-    console.setFormatter(logging.Formatter("lore: %(message)s"))
+    console.setFormatter(_ConsoleFormat())
     _installed.append(console)
     for handler in _installed:
         root.addHandler(handler)

@@ -1,5 +1,6 @@
 """`lore sessions list|show`: closed sessions from the exact archive, and their messages
-(`show` also reads the live session by its id)."""
+(`show` also reads a live session: by its id, as `live` (the terminal's) or by its
+conversation's key, the names the API and the web page use)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from typing import TYPE_CHECKING, Any
 from lore.cli.common import add_common, load_runtime, print_json, session_key, show_usage
 
 if TYPE_CHECKING:
+    from lore.ports.sessions import LiveSession
     from lore.runtime import Runtime
 
 __all__ = ["register"]
+
+TERMINAL_KEY = "cli:default"  # whose live session `lore sessions show live` reads
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +53,12 @@ def register(subparsers: Any) -> None:
         description="Print a session's messages, closed or live (tool calls and results included).",
     )
     add_common(show)
-    show.add_argument("session_id", metavar="ID", help="session id (or its first characters)")
+    show.add_argument(
+        "session_id",
+        metavar="ID",
+        help="session id (or its first characters), `live` (the terminal's live session) "
+        "or a conversation key (its live session)",
+    )
     show.add_argument("--offset", type=int, default=0, help="first message (negative: from end)")
     show.add_argument(
         "--limit", type=_count(0), default=0, help="at most this many (default 0: all)"
@@ -100,8 +109,6 @@ def _list(args: argparse.Namespace) -> int:
 def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
     """The live (not yet archived) session whose id starts with `wanted`."""
     from lore.errors import SessionError
-    from lore.sessions.tools import render_message
-    from lore.text import counted
 
     sessions = [lore.session(key) for key in lore.sessions.live_keys()]
     found = [s for s in sessions if s.meta.session_id.startswith(wanted) and s.messages]
@@ -111,7 +118,24 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
             f"{what} session {args.session_id!r}, closed or live; see `lore sessions list` "
             "(and /status in a chat for the live one)"
         )
-    session = found[0]
+    return _print_live(lore, args, found[0])
+
+
+def _show_live_of(lore: Runtime, args: argparse.Namespace, key: str) -> int:
+    """A conversation's live session, named as the API and the web page name it: `live`
+    (the terminal's) or the conversation's key."""
+    from lore.errors import SessionError
+
+    session = lore.session(key) if key in lore.sessions.live_keys() else None
+    if session is None or not session.messages:
+        raise SessionError(f"{key} has no live session; see `lore sessions list --session {key}`")
+    return _print_live(lore, args, session)
+
+
+def _print_live(lore: Runtime, args: argparse.Namespace, session: LiveSession) -> int:
+    from lore.sessions.tools import render_message
+    from lore.text import counted
+
     total = len(session.messages)
     start = args.offset if args.offset >= 0 else max(total + args.offset, 0)
     end = total if not args.limit else min(total, start + args.limit)
@@ -138,6 +162,10 @@ def _show(args: argparse.Namespace) -> int:
     wanted = args.session_id.strip().lower()
     if not wanted:
         raise SessionError("a session id is needed; see `lore sessions list`")
+    if wanted == "live":
+        return _show_live_of(lore, args, TERMINAL_KEY)
+    if ":" in wanted:  # a conversation's key: keys keep their case (line:group:C4af…)
+        return _show_live_of(lore, args, args.session_id.strip())
     matches = [e for e in archive.entries() if e.session_id.startswith(wanted)]
     if not matches:
         return _show_live(lore, args, wanted)

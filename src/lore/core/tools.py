@@ -46,6 +46,9 @@ class ToolContext:
     decision: dict[str, str] | None = None
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
+    # Reminder ids shown to the model: by set_reminder or list_reminders, this turn or in
+    # the history it was sent; only those may be cancelled.
+    shown_reminder_ids: set[int] = field(default_factory=set)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
     notices: list[str] = field(default_factory=list)
 

@@ -124,7 +124,8 @@ class DreamResult:
             return f"Dream failed, nothing changed; it will retry these entries: {self.message}"
         files = ", ".join(self.changed) if self.changed else "no files changed"
         version = f" (version {self.sha[:8]})" if self.sha else ""
-        return f"Dream read {self.entries} history entries: {files}{version}. {self.message}"
+        said = f"Dream read {_entries(self.entries)}: {files}{version}."
+        return f"{said} {self.message}" if self.message else said
 
 
 async def run_dream(lore: DreamServices) -> DreamResult:
@@ -184,8 +185,11 @@ async def dream_forever(lore: DreamServices, interval: float | None = None) -> N
         await asyncio.sleep(max(0.0, last + seconds - time.time()))
         try:
             result = await run_dream(lore)
-            # "Nothing new" is the usual answer, not news: printed, it read as an error.
-            level = logging.DEBUG if result.status == "nothing-new" else logging.INFO
+            # Only a run that changed a file is news for the console; the rest (nothing
+            # new, or entries read and nothing worth keeping) is the usual answer.
+            level = logging.INFO if result.changed else logging.DEBUG
+            if result.status == "failed":
+                level = logging.WARNING
             log.log(level, "dream: %s", result.describe())
         except DreamBusy:
             log.info("dream: another run is in progress")

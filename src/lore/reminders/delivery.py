@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lore.events import Emit, ReminderDue
@@ -35,9 +35,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Delivery:
-    """One occurrence of a reminder, as the outbox holds it."""
+    """One occurrence of a reminder, as the outbox holds it, delivered `at` that moment."""
 
     item: OutboxItem
+    at: datetime
 
     @property
     def id(self) -> int:
@@ -99,6 +100,8 @@ def reminder_message(due: Delivery) -> Message:
         "content": f"⏰ {format_reminder(due)}",
         "reminder_id": due.id,
         "late": due.late,
+        # When it arrived, as every message says: the transcript and search date it by this.
+        "timestamp": due.at.astimezone(UTC).isoformat(timespec="seconds"),
     }
 
 

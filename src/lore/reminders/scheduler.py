@@ -90,8 +90,9 @@ class Scheduler:
             )
             for position, item in enumerate(items):
                 try:
-                    if await self._deliver_one(Delivery(item), now):
-                        delivered.append(Delivery(item))
+                    due = Delivery(item, now)
+                    if await self._deliver_one(due, now):
+                        delivered.append(due)
                 except asyncio.CancelledError:
                     # Stopped mid-batch: what was not delivered goes back at once.
                     for rest in items[position + 1 :]:

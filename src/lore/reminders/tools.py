@@ -6,6 +6,8 @@ moment is a reminder; a lasting fact is a memory.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -13,9 +15,10 @@ from lore.core.tools import ToolContext, optional_str, required_str
 from lore.errors import ConfigError, ToolError
 
 if TYPE_CHECKING:
+    from lore.llm.base import Message
     from lore.ports.reminders import ReminderStore
 
-__all__ = ["CancelReminder", "ListReminders", "SetReminder"]
+__all__ = ["CancelReminder", "ListReminders", "SetReminder", "reminder_ids_shown"]
 
 _SET = (
     "Schedule a reminder that Lore pushes into this conversation at a given moment, once or "
@@ -80,7 +83,9 @@ class SetReminder:
                 session_id=ctx.session_id,
             )
         except AlreadySet as exc:
+            ctx.shown_reminder_ids.add(exc.reminder.id)
             return f"Already set: {exc}."
+        ctx.shown_reminder_ids.add(reminder.id)
         at = format_local(reminder.due_at, reminder.zone)
         ctx.notices.append(f"⏰ reminder #{reminder.id} set for {at}")
         result = f"Reminder #{reminder.id} set for {at}, {in_words(reminder.due_at - ctx.now)}"
@@ -104,6 +109,7 @@ class ListReminders:
         reminders = self._store.list(ctx.scope)
         if not reminders:
             return "No pending reminders in this conversation."
+        ctx.shown_reminder_ids.update(r.id for r in reminders)
         lines = [f"{describe_reminder(r, ctx.now)} (set by {r.author})" for r in reminders]
         return f"{len(lines)} pending reminder(s):\n" + "\n".join(lines)
 
@@ -123,9 +129,32 @@ class CancelReminder:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         reminder_id = _reminder_id(args.get("id"))
+        if reminder_id not in ctx.shown_reminder_ids:
+            raise ToolError(
+                f"#{reminder_id} was not shown in this conversation; nothing was cancelled. "
+                "Call list_reminders and use an #id it shows."
+            )
         reminder = self._store.cancel(ctx.scope, reminder_id, by=ctx.author, now=ctx.now)
         ctx.notices.append(f"⏰ reminder #{reminder.id} cancelled")
         return f"Cancelled reminder #{reminder.id}: {reminder.text}"
+
+
+# How set_reminder and list_reminders name a reminder in what they return (above).
+_SHOWN = {
+    "set_reminder": re.compile(r"^(?:Reminder #|Already set: reminder #)(\d+) "),
+    "list_reminders": re.compile(r"^#(\d+) ", re.MULTILINE),
+}
+
+
+def reminder_ids_shown(messages: Iterable[Message]) -> set[int]:
+    """The reminder ids that set_reminder and list_reminders returned in these messages:
+    a reminder set in an earlier turn may be cancelled while that turn is in the history."""
+    shown: set[int] = set()
+    for message in messages:
+        pattern = _SHOWN.get(str(message.get("name"))) if message.get("role") == "tool" else None
+        if pattern is not None:
+            shown.update(int(found) for found in pattern.findall(str(message.get("content"))))
+    return shown
 
 
 def _reminder_id(value: object) -> int:

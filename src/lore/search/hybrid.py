@@ -42,7 +42,7 @@ from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.ports.search import Stored
 from lore.search.feedback import feedback_ranking
 from lore.search.lifts import group_of, lift_sessions, weigh_summaries
-from lore.search.relevance import anchor_floor, keep_relevant
+from lore.search.relevance import anchor_floor, hub_floors, keep_relevant
 from lore.search.rerank import Candidate, FeatureReranker, Reranker, TimeSpan
 from lore.text import normalise
 
@@ -220,8 +220,23 @@ def search(
         age = max(0.0, moment - entries[entry_id].at)
         scores[entry_id] *= 1.0 + fusion.recency_weight * 0.5 ** (age / half_life)
     hits = _pick(entries, scores, text_rank, vector_rank, limit, fusion)
-    # Relevant or absent: a hit found by meaning alone must clear this query's floor.
-    return hits if floor is None else keep_relevant(hits, similarity, floor)
+    if floor is None:
+        return hits
+    # Relevant or absent: a hit found by meaning alone must clear this query's floor,
+    # and be nearer the query than a query about nothing is to it.
+    return keep_relevant(hits, similarity, floor, _hubs(index, query, hits))
+
+
+def _hubs(index: SearchIndex, query: str, hits: Sequence[Hit]) -> dict[int, float]:
+    """The hub floor of each hit found by meaning alone (lore.search.relevance)."""
+    by_scope: dict[str, list[int]] = {}
+    for hit in hits:
+        if hit.text_rank is None and hit.entry.kind == "message":
+            by_scope.setdefault(hit.entry.scope, []).append(hit.entry.id)
+    vectors: dict[int, Vectors] = {}
+    for scope, ids in by_scope.items():
+        vectors.update(index.vectors_of(scope, ids))
+    return hub_floors(index.embedder, query, vectors)
 
 
 def _in_range(entry: Stored, after: float | None, before: float | None) -> bool:

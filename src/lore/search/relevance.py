@@ -12,10 +12,17 @@ one language, and e5-small often ranks the right one a hair below a wrong one. A
 whose words matched (BM25) is kept, and so is a message right beside a kept one in the
 same session (the answer that follows a question). The margin was set on a handful of English,
 Chinese and Russian cases (tests/test_relevance.py) and checked on LoCoMo.
+
+Short chat lines ("hello there", "ok thanks", "⏰ Reminder: call mom") sit close to every
+query in e5's space, closer than any statement: "xylophone quantum volcano" scored them
+above the statement anchors. So the anchors hold such lines too, and the rule is also
+read from the hit's side: a hit found by meaning alone must be nearer the query than to
+any of a few neutral queries (everyday words, greetings), or it is only near everything.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -26,7 +33,16 @@ if TYPE_CHECKING:
     from lore.embed import Embedder, Vectors
     from lore.search.hybrid import Hit
 
-__all__ = ["ANCHORS", "BAND", "MARGIN", "anchor_floor", "keep_relevant"]
+__all__ = [
+    "ANCHORS",
+    "BAND",
+    "MARGIN",
+    "NEUTRAL_QUERIES",
+    "anchor_floor",
+    "hub_floors",
+    "keep_relevant",
+    "script_of",
+]
 
 # Everyday sentences about nothing a user would search for, in the languages Lore serves.
 ANCHORS = (
@@ -43,10 +59,22 @@ ANCHORS = (
     "Мы немного поговорили и ушли",
     "Вечером она любит читать",
 )
+# Queries about nothing in particular, by writing system: a hit nearer one of them (in
+# the query's own script) than to the query is near everything, not near the query.
+# Another script's neutral queries would drop the answer to a question asked in one
+# language about a message in another, which sits lower than within one language.
+NEUTRAL_QUERIES = {
+    "latin": (*"chair weather evening yesterday book hello thanks okay".split(), *ANCHORS[:4]),
+    "cjk": (*"椅子 天气 晚上 书 你好 谢谢 好的".split(), *ANCHORS[4:8]),
+    "cyrillic": (*"стул погода вечер книга привет спасибо хорошо".split(), *ANCHORS[8:12]),
+}
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
 MARGIN = 0.015
 BAND = 0.01
 
 _anchors: dict[str, Vectors] = {}
+_neutral: dict[str, Vectors] = {}
 _lock = threading.Lock()
 
 
@@ -59,16 +87,47 @@ def anchor_floor(embedder: Embedder, query: Vectors) -> float:
     return float(np.max(vectors @ query.reshape(-1)))
 
 
-def keep_relevant(hits: Sequence[Hit], similarity: Mapping[int, float], floor: float) -> list[Hit]:
+def script_of(text: str) -> str:
+    """Which of NEUTRAL_QUERIES' writing systems `text` is written in."""
+    if _CJK.search(text):
+        return "cjk"
+    return "cyrillic" if _CYRILLIC.search(text) else "latin"
+
+
+def hub_floors(embedder: Embedder, query: str, passages: Mapping[int, Vectors]) -> dict[int, float]:
+    """For each entry, how similar the nearest neutral query (in `query`'s script) is to
+    it: what a query about nothing scores against it."""
+    if not passages:
+        return {}
+    script = script_of(query)
+    key = f"{embedder.name}/{script}"
+    with _lock:
+        vectors = _neutral.get(key)
+        if vectors is None:
+            vectors = _neutral[key] = embedder.embed_queries(NEUTRAL_QUERIES[script])
+    ids = list(passages)
+    best = (np.stack([passages[i] for i in ids]) @ vectors.T).max(axis=1)
+    return {entry_id: float(score) for entry_id, score in zip(ids, best, strict=True)}
+
+
+def keep_relevant(
+    hits: Sequence[Hit],
+    similarity: Mapping[int, float],
+    floor: float,
+    hubs: Mapping[int, float] | None = None,
+) -> list[Hit]:
     """`hits` without those that matched no word and whose similarity does not clear
-    `floor` (+ MARGIN, but for the nearest within BAND); a message right beside a kept
-    one in the same session stays with it (the question before an answer, the answer
-    after a question)."""
+    `floor` (+ MARGIN, but for the nearest within BAND) and their own hub floor (`hubs`:
+    what a neutral query scores against each); a message right beside a kept one in the
+    same session stays with it (the question before an answer, the answer after a
+    question)."""
     nearest = max(similarity.values(), default=0.0)
 
     def clears(entry_id: int) -> bool:
         score = similarity.get(entry_id)
         if score is None:
+            return False
+        if hubs is not None and score <= hubs.get(entry_id, -1.0):
             return False
         return score > floor + (0.0 if score >= nearest - BAND else MARGIN)
 

@@ -54,7 +54,7 @@ def create_app(
 ) -> FastAPI:
     """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers);
     given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
-    from lore.channels.http import memories_api, openai_api, reminders_api, sessions_api, web
+    from lore.channels.http import docs, memories_api, openai_api, reminders_api, sessions_api, web
 
     state = Gateway(lore, clients, Turns(lore))
     mcp_server = None
@@ -85,6 +85,10 @@ def create_app(
         "a web page and MCP. Authenticate with `Authorization: Bearer TOKEN` "
         "(`lore serve --show-token`).",
         lifespan=lifespan,
+        # Served by lore.channels.http.docs, behind the token; no ReDoc.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
     app.state.gateway = state
     _install_error_handlers(app)
@@ -98,6 +102,7 @@ def create_app(
     app.include_router(reminders_api.router)
     app.include_router(sessions_api.router)
     app.include_router(web.router)
+    app.include_router(docs.router)
     web.mount_static(app)
     if line is not None:
         from lore.channels.http.line_webhook import line_router
