@@ -213,7 +213,7 @@ def _forget_all(args: argparse.Namespace) -> int:
 def _forget_author(args: argparse.Namespace) -> int:
     """What one person noted in one conversation: shown first, erased with --yes."""
     from lore.errors import InvalidInputError
-    from lore.memory.persons import forget_noted_by, kept_of
+    from lore.memory.persons import forget_noted_by, kept_of, memories
 
     if not args.author.strip():
         raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
@@ -234,9 +234,9 @@ def _forget_author(args: argparse.Namespace) -> int:
         if not mine:
             print(f"No memories noted by {who}.")
         elif args.yes:
-            print(f"Forgot {len(forgotten)} memories noted by {who}.")
+            print(f"Forgot {memories(len(forgotten))} noted by {who}.")
         else:
-            print(f"{len(mine)} memories noted by {who}:")
+            print(f"{memories(len(mine))} noted by {who}:")
             for memory in mine:
                 print(f"  {_line(memory, lore)}")
             print("Run again with --yes to forget them.")

@@ -31,6 +31,7 @@ __all__ = [
     "about",
     "forget_noted_by",
     "kept_of",
+    "memories",
     "names",
     "noted_by",
     "person_commands",
@@ -94,6 +95,10 @@ def forget_noted_by(
     return forgotten
 
 
+def memories(count: int) -> str:
+    return f"{count} memory" if count == 1 else f"{count} memories"
+
+
 def _listing(memories: list[Memory], person: str) -> str:
     if not memories:
         return f"Nothing in this conversation's memory was noted by {person} or names them."
@@ -118,14 +123,15 @@ def _ask_to_forget(lore: Services, scope: str, person: str, *, via: str, now: da
         )
         listed = ", ".join(f"#{i}" for i in forgotten) or "none (already gone)"
         return (
-            f"Forgot {len(forgotten)} of {person}'s memories in this conversation: {listed}. "
+            f"Forgot {memories(len(forgotten))} of {person}'s in this conversation: {listed}. "
             "What was said stays in the conversation's transcript."
         )
 
     lore.confirmations.ask(
         scope, person, act=act, declined=f"Kept {person}'s memories; nothing forgotten.", now=now
     )
-    lines = [f"{person}, forget these {len(mine)} memories you noted in this conversation?"]
+    these = "this memory" if len(mine) == 1 else f"these {len(mine)} memories"
+    lines = [f"{person}, forget {these} you noted in this conversation?"]
     lines += [f"#{m.id} {m.content}" for m in mine]
     lines.append(f"{person}: reply yes to forget them, no to keep them (only {person} can answer).")
     return "\n".join(lines)
