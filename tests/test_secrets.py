@@ -64,7 +64,8 @@ SECRETS = [
     # a login written with its password, without the word "password"
     "my bank login is john / Sunshine2024",
     "amy@mail.com / Tulip2024!",
-    "login for the NAS: admin/Kx7!pq",
+    "login for the NAS: admin / Kx7!pq",
+    "amy@mail.com/Tulip2024",
     # a key of no known vendor's shape, named as a key or token
     "API key for Acme: 8f3kd93jd8s7f6g5a1",
     "token for the build server is a81bc7f30d2e9f",
@@ -167,12 +168,16 @@ ORDINARY = [
     "see https://example.com/users/john/Settings2",
     "login: Income / Expenses",
     "the account was opened in 2020 / 2021",
+    "the user file is memory/MEMORY.md",
+    "set LORE_USER=john and LORE_TIMEZONE=Asia/Taipei",
+    'the token "$LORE_TOKEN" goes to localhost:8765/api/memories',
     "the key is under the mat",
     "key for room 4821",
     "the API key is in the vault",
     "token of appreciation for 2024 volunteers",
     SHOPPING,
     "shopping list: " + SHOPPING,
+    " ".join(f"word{n}" for n in range(20)),
     "twelve words: abandon ability able about above absent absorb abstract absurd abuse"
     " access accident",
     # Chinese

@@ -149,8 +149,9 @@ _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
 
 # A password written after a login name and a slash: "my bank login is john / Sunshine2024",
 # "账号 amy@mail.com / Tulip2024", "логин от почты anna / Zima2024". The name holds a
-# letter ("3 / 4 people" is a fraction) and the password reads as one (a digit, a symbol or
-# CamelCase), so "login: Income / Expenses" stays a sentence; neither side is a URL path.
+# letter ("3 / 4 people" is a fraction), the password reads as one (a digit, a symbol or
+# CamelCase), so "login: Income / Expenses" stays a sentence, and the slash stands between
+# spaces: "user/admin" and "memory/MEMORY.md" are paths. An e-mail address needs no spaces.
 _LOGIN_WORD = (
     r"(?:" + _NOT_LETTER_BEFORE + r"(?:log-?ins?|logons?|sign-?ins?|user-?names?|users?"
     r"|accounts?|credentials?|creds)"
@@ -159,7 +160,7 @@ _LOGIN_WORD = (
     r"|\bаккаунт\w*|\bвход\w*)"
 )
 _LOGIN_PAIR = (
-    r"(?<![\w/.:@+-])(?=[\w.@+-]*[^\W\d_])[\w.@+-]{2,}\s*/\s*"
+    r"(?<![\w/.:@+-])(?=[\w.@+-]*[^\W\d_])[\w.@+-]{2,}\s+/\s+"
     r"(?=[^\s/]*(?:\d|[^\w\s]|(?-i:[a-z][A-Z])))[^\s/]{4,}(?![^\s])"
 )
 _LOGIN = re.compile(_LOGIN_WORD + r"[^\n/]{0,40}?" + _LOGIN_PAIR, re.IGNORECASE)
@@ -171,14 +172,15 @@ _EMAIL_LOGIN = re.compile(
 # A key of no known vendor's shape, named as one: "API key for Acme: 8f3kd93jd8s7f6g5",
 # "token for the build server is a81bc7f30d2e", "Acme的API密钥是 …", "токен бота — …".
 # The value mixes letters and digits and is at least 12 long: "the key is under the mat"
-# and "key for room 4821" are not keys.
+# and "key for room 4821" are not keys, nor is "localhost:8765/api" after a colon with no
+# space.
 _KEY_WORD = re.compile(
     r"(?:" + _NOT_LETTER_BEFORE + r"(?:(?:api|access|secret|private|client|app|auth|bot)"
     r"[\s_-]?)?(?:keys?|tokens?|secrets?)"
     + _NOT_LETTER_AFTER
     + r"|密钥|秘钥|密匙|令牌|\bтокен\w*|\bключ\w*|\bсекрет\w*)"
-    r"[^:=：\n]{0,40}?"
-    r"(?:\s*(?:\bis\b|\bwas\b|:|=|：|是|为|為|[—–]|\s-|\bэто\b|\bбудет\b)\s*|\s+)"
+    r"[^:=：\n\"'`]{0,40}?"
+    r"(?:\s*(?:\bis\b|\bwas\b|:(?=\s|[\"'])|=|：|是|为|為|[—–]|\s-|\bэто\b|\bбудет\b)\s*|\s+)"
     r"[\"'“«「]?(?P<value>[A-Za-z0-9][A-Za-z0-9_\-+/=]{11,})",
     re.IGNORECASE,
 )
@@ -187,7 +189,7 @@ _KEY_WORD = re.compile(
 # phrase whose checksum holds is one; without it ("milk eggs …" can be BIP-39 words too),
 # only when the text calls it a seed, a recovery phrase, a mnemonic or a wallet.
 _PHRASE_LENGTHS = (24, 21, 18, 15, 12)
-_WORD = re.compile(r"[A-Za-z]+")
+_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]+(?![A-Za-z0-9_])")  # "word0" is not "word"
 _PHRASE_GAP = re.compile(r"[\s,;.\d()\-:#]*")
 _PHRASE_WORDS = re.compile(
     r"seed|recovery|mnemonic|wallet|backup\s+phrase|secret\s+phrase|助记词|助記詞|钱包|錢包"
