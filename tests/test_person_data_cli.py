@@ -108,3 +108,13 @@ def test_a_name_nobody_noted_is_said_plainly(capsys: pytest.CaptureFixture[str])
     capsys.readouterr()
     assert main(["memory", "forget", "--author", "Zoe", "--scope", FAMILY, "--yes"]) == 0
     assert capsys.readouterr().out == f"No memories noted by Zoe in {FAMILY}.\n"
+
+
+def test_an_empty_author_is_one_line_and_changes_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in (["memory", "forget", "--author", " "], ["memory", "export", "--author", ""]):
+        assert main(command) == 1
+        assert capsys.readouterr().err == (
+            "lore: --author needs a name (as `lore memory list` shows it)\n"
+        )

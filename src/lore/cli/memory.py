@@ -277,6 +277,10 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
+
+    if args.author is not None and not args.author.strip():
+        raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
     with runtime(args) as lore:
         lines = lore.memory.export(args.session)
         if args.author is not None:
@@ -302,11 +306,8 @@ def _of_person(lore: Runtime, scope: str, lines: list[str], person: str) -> list
     """The export lines of the memories `person` noted or that name them."""
     import json
 
-    from lore.errors import InvalidInputError
     from lore.memory.persons import names, noted_by
 
-    if not person.strip():
-        raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
     kept = []
     for line in lines:
         memory = lore.memory.get(scope, int(json.loads(line)["id"]))
