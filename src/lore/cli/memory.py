@@ -158,6 +158,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
+    from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
     from lore.errors import InvalidInputError
 
     if args.author is not None:
@@ -180,14 +181,19 @@ def _forget(args: argparse.Namespace) -> int:
     if not text.isdecimal():
         raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
     with runtime(args) as lore:
-        erased = lore.memory.forget(
-            args.session, int(text), by=lore.config.user_name, via="cli", now=lore.clock.now()
+        erased = forget_memory(
+            lore,
+            args.session,
+            int(text),
+            by=lore.config.user_name,
+            via="cli",
+            now=lore.clock.now(),
         )
     if args.json:
         print_json({"forgotten": int(text), "erased_versions": erased})
         return 0
     older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
-    print(f"Forgot #{text}{older}.")
+    print(f"Forgot #{text}{older}. {KEPT_IN_TRANSCRIPT}")
     return 0
 
 
@@ -212,6 +218,7 @@ def _forget_all(args: argparse.Namespace) -> int:
 
 def _forget_author(args: argparse.Namespace) -> int:
     """What one person noted in one conversation: shown first, erased with --yes."""
+    from lore.core.forgetting import KEPT_IN_TRANSCRIPT
     from lore.errors import InvalidInputError
     from lore.memory.persons import forget_noted_by, kept_of, memories
 
@@ -223,7 +230,7 @@ def _forget_author(args: argparse.Namespace) -> int:
         forgotten: list[int] = []
         if args.yes:
             forgotten = forget_noted_by(
-                lore.memory, args.session, [m.id for m in mine], args.author,
+                lore, args.session, [m.id for m in mine], args.author,
                 by=lore.config.user_name, via="cli", now=now,
             )  # fmt: skip
         if args.json:
@@ -234,7 +241,7 @@ def _forget_author(args: argparse.Namespace) -> int:
         if not mine:
             print(f"No memories noted by {who}.")
         elif args.yes:
-            print(f"Forgot {memories(len(forgotten))} noted by {who}.")
+            print(f"Forgot {memories(len(forgotten))} noted by {who}. {KEPT_IN_TRANSCRIPT}")
         else:
             print(f"{memories(len(mine))} noted by {who}:")
             for memory in mine:

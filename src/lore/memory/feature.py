@@ -55,7 +55,7 @@ def memory_feature(lore: Services) -> Feature:
         "memory",
         tools=[
             RememberTool(lore.memory),
-            ForgetTool(lore.memory),
+            ForgetTool(lore),
             MyMemoriesTool(lore.memory),
             ForgetMyMemoriesTool(lore),
         ],

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lore.core.commands import Command
+from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
 from lore.errors import NotFoundError
 from lore.ports.memories import clean_author
 
@@ -77,21 +78,21 @@ def kept_of(store: MemoryStore, scope: str, person: str) -> list[Memory]:
 
 
 def forget_noted_by(
-    store: MemoryStore, scope: str, memory_ids: list[int], person: str, *, by: str, via: str,
+    lore: Services, scope: str, memory_ids: list[int], person: str, *, by: str, via: str,
     now: datetime,
 ) -> list[int]:  # fmt: skip
-    """Forget those of `memory_ids` still active here and noted by `person`; their ids."""
+    """Forget those of `memory_ids` still active here and noted by `person`, from memory
+    and search alike (`forget_memory`); their ids."""
     forgotten: list[int] = []
-    with store.batch():
-        for memory_id in memory_ids:
-            try:
-                memory = store.get(scope, memory_id)
-            except NotFoundError:
-                continue  # already forgotten, or of another conversation
-            if memory.status != "active" or not noted_by(memory, person):
-                continue
-            store.forget(scope, memory_id, by=by, via=via, now=now)
-            forgotten.append(memory_id)
+    for memory_id in memory_ids:
+        try:
+            memory = lore.memory.get(scope, memory_id)
+        except NotFoundError:
+            continue  # already forgotten, or of another conversation
+        if memory.status != "active" or not noted_by(memory, person):
+            continue
+        forget_memory(lore, scope, memory_id, by=by, via=via, now=now)
+        forgotten.append(memory_id)
     return forgotten
 
 
@@ -119,12 +120,12 @@ def _ask_to_forget(lore: Services, scope: str, person: str, *, via: str, now: da
 
     def act() -> str:
         forgotten = forget_noted_by(
-            lore.memory, scope, ids, person, by=person, via=via, now=lore.clock.now()
+            lore, scope, ids, person, by=person, via=via, now=lore.clock.now()
         )
         listed = ", ".join(f"#{i}" for i in forgotten) or "none (already gone)"
         return (
             f"Forgot {memories(len(forgotten))} of {person}'s in this conversation: {listed}. "
-            "What was said stays in the conversation's transcript."
+            + KEPT_IN_TRANSCRIPT
         )
 
     lore.confirmations.ask(
