@@ -7,6 +7,14 @@ import pytest
 
 from lore.secrets import find_secret
 
+# BIP-39 phrases made for these tests (their checksums hold); no wallet has them.
+RECOVERY_12 = "host reason upset hover race busy scheme venue educate design reduce spoon"
+RECOVERY_24 = (
+    "decorate glow spice attend maid essence custom index scan night improve response"
+    " elbow wheat steel retreat enough eye casual thought wonder dash flock desk"
+)
+SHOPPING = "milk bread butter cheese apple banana tomato onion sugar salad lemon coffee"
+
 SECRETS = [
     # passwords, any arrangement
     "my password is hunter22",
@@ -53,6 +61,22 @@ SECRETS = [
     "slack xoxb-1234567890-abcdefghij",
     "Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456",
     "token Xk9fP2mQ7vL3nR8sT1wY6zB4cD0eF5gH",
+    # a login written with its password, without the word "password"
+    "my bank login is john / Sunshine2024",
+    "amy@mail.com / Tulip2024!",
+    "login for the NAS: admin / Kx7!pq",
+    "amy@mail.com/Tulip2024",
+    # a key of no known vendor's shape, named as a key or token
+    "API key for Acme: 8f3kd93jd8s7f6g5a1",
+    "token for the build server is a81bc7f30d2e9f",
+    "the weather app's api_key=Zq81mXc02Lpw7hTe",
+    # a wallet recovery phrase: BIP-39 words whose checksum holds, or named as a seed
+    RECOVERY_12,
+    RECOVERY_24,
+    "1. host 2. reason 3. upset 4. hover 5. race 6. busy 7. scheme 8. venue 9. educate"
+    " 10. design 11. reduce 12. spoon",
+    "wallet recovery phrase: abandon ability able about above absent absorb abstract absurd"
+    " abuse access accident",
     # Chinese
     "我的密码是abc12345",
     "家里wifi密码 83920174",
@@ -85,6 +109,14 @@ SECRETS = [
     "мой ИНН 500100732259",
     "IBAN: DE89 3704 0044 0532 0130 00",
     "счёт FR14 2004 1010 0505 0001 3M02 606",
+    "银行登录：john / Sunshine2024",
+    "账号 amy@mail.com / Tulip2024",
+    "Acme的API密钥是 8f3kd93jd8s7f6g5a1",
+    "我的钱包助记词：" + RECOVERY_12,
+    "логин от банка john / Zima2024",
+    "ключ API для Acme: 8f3kd93jd8s7f6g5a1",
+    "токен бота — 8f3kd93jd8s7f6g5a1",
+    "сид-фраза кошелька: " + RECOVERY_24,
 ]
 
 ORDINARY = [
@@ -129,6 +161,25 @@ ORDINARY = [
     "commit 3f2a9c0d1e4b5a6978877665544332211ffeeddcc",
     "John lives in Hualien",
     "Postal code 100-0001 Tokyo",
+    "my login is john",
+    "my login is john, ask him for the rest",
+    "meet 3 / 4 people at the station",
+    "the login page is example.com/account/settings",
+    "see https://example.com/users/john/Settings2",
+    "login: Income / Expenses",
+    "the account was opened in 2020 / 2021",
+    "the user file is memory/MEMORY.md",
+    "set LORE_USER=john and LORE_TIMEZONE=Asia/Taipei",
+    'the token "$LORE_TOKEN" goes to localhost:8765/api/memories',
+    "the key is under the mat",
+    "key for room 4821",
+    "the API key is in the vault",
+    "token of appreciation for 2024 volunteers",
+    SHOPPING,
+    "shopping list: " + SHOPPING,
+    " ".join(f"word{n}" for n in range(20)),
+    "twelve words: abandon ability able about above absent absorb abstract absurd abuse"
+    " access accident",
     # Chinese
     "密码忘了怎么办",
     "密码学是他的专业",
@@ -143,6 +194,10 @@ ORDINARY = [
     "会议在2026年12月2日下午3点",
     "订单号 202611301234567 已发货",
     "邮编 100080",
+    "我的账号是 john",
+    "版本 1.2 / 2.0 都能用",
+    "购物清单：" + SHOPPING,
+    "密钥放在保险柜里",
     # Russian
     "забыл пароль от почты",
     "пароль надо поменять до пятницы",
@@ -157,6 +212,10 @@ ORDINARY = [
     "пин-код от карты поменяла",
     "домофон сломан, звоните в дверь",
     "ИНН организации можно найти на сайте",
+    "мой логин john",
+    "поезд 7:15 / 8:30 каждый день",
+    "токен лежит в 1Password",
+    "ключ от дачи у соседки",
 ]
 
 
@@ -185,4 +244,15 @@ def test_checksums_decide_identity_and_account_numbers(text: str) -> None:
 def test_the_reason_never_repeats_the_secret() -> None:
     for text in SECRETS:
         reason = find_secret(text) or ""
-        assert not any(word in reason for word in ("hunter", "4821", "1234", "E1234"))
+        assert not any(
+            word in reason for word in ("hunter", "4821", "1234", "E1234", "Sunshine", "spoon")
+        )
+
+
+def test_the_bip39_word_list_ships_in_the_package() -> None:
+    from importlib import resources
+
+    text = resources.files("lore").joinpath("wordlists/bip39-english.txt").read_text("utf-8")
+    words = text.split()
+    assert len(words) == len(set(words)) == 2048
+    assert (words[0], words[-1]) == ("abandon", "zoo")

@@ -1,7 +1,8 @@
 """One detector guards every way a memory is written: the remember tool, extraction after a
 turn, `/remember`, `lore memory add` and `lore memory import`. Each refuses the same
 secrets (a Chinese resident ID, an IBAN, a US social security number, a door code, a
-Russian passport) and stores nothing."""
+Russian passport, a login with its password, a named key, a wallet recovery phrase) and
+stores nothing."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ SECRETS = [
     "The door code is 4821",
     "серия 4510 номер 123456",
     "wifi: SSID Home, password CoffeeTime99",
+    # a login with its password, a named key of no known shape, a BIP-39 recovery phrase
+    "my bank login is john / Sunshine2024",
+    "银行登录：amy@mail.com / Tulip2024",
+    "логин от банка john / Zima2024",
+    "API key for Acme: 8f3kd93jd8s7f6g5a1",
+    "Acme的API密钥是 8f3kd93jd8s7f6g5a1",
+    "токен бота — 8f3kd93jd8s7f6g5a1",
+    "host reason upset hover race busy scheme venue educate design reduce spoon",
+    "我的钱包助记词：host reason upset hover race busy scheme venue educate design reduce spoon",
+    "сид-фраза: host reason upset hover race busy scheme venue educate design reduce spoon",
 ]
 
 

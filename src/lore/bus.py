@@ -93,7 +93,11 @@ class Bus:
             # FIFO: waiters are served in arrival order; another process's turn in the
             # same conversation (a terminal beside `lore serve`, another worker) is waited for.
             async with queue.lock, self.services.sessions.turn(inbound.scope):
-                if not inbound.respond:
+                answered = self._answer(inbound)
+                if answered is not None:
+                    outcome.command = answered
+                    record(answered)
+                elif not inbound.respond:
                     self.turns.record(inbound)
                 elif is_command(inbound.text):
                     outcome.command = await run_command(self.services, inbound, record)
@@ -104,6 +108,14 @@ class Bus:
             if not queue.users:  # nobody running or waiting: forget the scope's queue
                 del self._queues[inbound.scope]
         return outcome
+
+    def _answer(self, inbound: Inbound) -> CommandOutput | None:
+        """The speaker's answer to a question they were asked here ("forget everything
+        I told you?"); a group message need not be addressed to Lore to answer."""
+        said = self.services.confirmations.answer(
+            inbound.scope, inbound.author, inbound.text, self.services.clock.now()
+        )
+        return None if said is None else CommandOutput(said)
 
     def busy(self, scope: str) -> bool:
         """Is a message of this scope running or waiting?"""

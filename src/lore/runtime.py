@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from lore.core.approval import Approver
     from lore.core.background import Background
     from lore.core.commands import CommandRegistry
+    from lore.core.confirmation import Confirmations
     from lore.core.feature import Feature
     from lore.core.tools import ToolRegistry
     from lore.events import Emit, Trust
@@ -89,6 +90,12 @@ class Runtime:
 
             self._named_providers[model] = make_provider(self.config, parse_model(model))
         return self._named_providers[model]
+
+    @cached_property
+    def confirmations(self) -> Confirmations:
+        from lore.core.confirmation import Confirmations
+
+        return Confirmations(self.config.tools.approval_timeout)
 
     @cached_property
     def tokens(self) -> TokenCounter:

@@ -1,6 +1,7 @@
 """Does this text look like a secret? Memories go into every prompt of their scope,
-so Lore refuses passwords, PINs and door codes, API keys and tokens, card and bank
-account numbers, and identity document numbers, and says why.
+so Lore refuses passwords, PINs and door codes, logins written with their password,
+API keys and tokens, wallet recovery phrases, card and bank account numbers, and
+identity document numbers, and says why.
 
 The reason names the kind of secret, never the secret itself, so the refusal can be
 shown to the model and the user (and logged) safely. Every memory write (the tools,
@@ -10,10 +11,13 @@ which asks `find_secret`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import cache
+from importlib import resources
 
 __all__ = ["find_secret", "refusal"]
 
@@ -22,6 +26,9 @@ CODE = "a door, lock or PIN code"
 CARD = "a payment card number"
 IBAN = "a bank account number (IBAN)"
 IDENTITY = "an identity document number (passport, ID card, social security)"
+LOGIN = "a login with its password (name / password)"
+KEY = "an API key or token"
+PHRASE = "a wallet recovery phrase (BIP-39 seed words)"
 
 _KEY_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----"), "a private key"),
@@ -140,6 +147,56 @@ _NOT_A_CARD = re.compile(
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
 
+# A password written after a login name and a slash: "my bank login is john / Sunshine2024",
+# "账号 amy@mail.com / Tulip2024", "логин от почты anna / Zima2024". The name holds a
+# letter ("3 / 4 people" is a fraction), the password reads as one (a digit, a symbol or
+# CamelCase), so "login: Income / Expenses" stays a sentence, and the slash stands between
+# spaces: "user/admin" and "memory/MEMORY.md" are paths. An e-mail address needs no spaces.
+_LOGIN_WORD = (
+    r"(?:" + _NOT_LETTER_BEFORE + r"(?:log-?ins?|logons?|sign-?ins?|user-?names?|users?"
+    r"|accounts?|credentials?|creds)"
+    + _NOT_LETTER_AFTER
+    + r"|登录|登陆|登入|账号|帐号|账户|帐户|用户名|\bлогин\w*|\bучётк\w*|\bучетк\w*"
+    r"|\bаккаунт\w*|\bвход\w*)"
+)
+_LOGIN_PAIR = (
+    r"(?<![\w/.:@+-])(?=[\w.@+-]*[^\W\d_])[\w.@+-]{2,}\s+/\s+"
+    r"(?=[^\s/]*(?:\d|[^\w\s]|(?-i:[a-z][A-Z])))[^\s/]{4,}(?![^\s])"
+)
+_LOGIN = re.compile(_LOGIN_WORD + r"[^\n/]{0,40}?" + _LOGIN_PAIR, re.IGNORECASE)
+_EMAIL_LOGIN = re.compile(
+    r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\s*/\s*"
+    r"(?=[^\s/]*(?:\d|[^\w\s]|(?-i:[a-z][A-Z])))[^\s/]{4,}(?![^\s])"
+)
+
+# A key of no known vendor's shape, named as one: "API key for Acme: 8f3kd93jd8s7f6g5",
+# "token for the build server is a81bc7f30d2e", "Acme的API密钥是 …", "токен бота — …".
+# The value mixes letters and digits and is at least 12 long: "the key is under the mat"
+# and "key for room 4821" are not keys, nor is "localhost:8765/api" after a colon with no
+# space.
+_KEY_WORD = re.compile(
+    r"(?:" + _NOT_LETTER_BEFORE + r"(?:(?:api|access|secret|private|client|app|auth|bot)"
+    r"[\s_-]?)?(?:keys?|tokens?|secrets?)"
+    + _NOT_LETTER_AFTER
+    + r"|密钥|秘钥|密匙|令牌|\bтокен\w*|\bключ\w*|\bсекрет\w*)"
+    r"[^:=：\n\"'`]{0,40}?"
+    r"(?:\s*(?:\bis\b|\bwas\b|:(?=\s|[\"'])|=|：|是|为|為|[—–]|\s-|\bэто\b|\bбудет\b)\s*|\s+)"
+    r"[\"'“«「]?(?P<value>[A-Za-z0-9][A-Za-z0-9_\-+/=]{11,})",
+    re.IGNORECASE,
+)
+
+# Twelve to twenty-four words of the BIP-39 English list in a row (numbered or not). A
+# phrase whose checksum holds is one; without it ("milk eggs …" can be BIP-39 words too),
+# only when the text calls it a seed, a recovery phrase, a mnemonic or a wallet.
+_PHRASE_LENGTHS = (24, 21, 18, 15, 12)
+_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]+(?![A-Za-z0-9_])")  # "word0" is not "word"
+_PHRASE_GAP = re.compile(r"[\s,;.\d()\-:#]*")
+_PHRASE_WORDS = re.compile(
+    r"seed|recovery|mnemonic|wallet|backup\s+phrase|secret\s+phrase|助记词|助記詞|钱包|錢包"
+    r"|种子|種子|恢复短语|сид|мнемоник|кошел[её]к|кошельк|фраз[аыу]\s+восстановлени",
+    re.IGNORECASE,
+)
+
 
 def find_secret(text: str) -> str | None:
     """What kind of secret `text` seems to hold ("an API key (sk-…)"), or None."""
@@ -156,8 +213,9 @@ def find_secret(text: str) -> str | None:
 def refusal(reason: str) -> str:
     return (
         f"refused: this looks like {reason}. Memories are shown to the model in every "
-        "reply of this conversation, so Lore never stores passwords, PINs, codes, API keys, "
-        "tokens, card, account or ID numbers; keep them in a password manager"
+        "reply of this conversation, so Lore never stores passwords, PINs, codes, logins, "
+        "API keys, tokens, recovery phrases, card, account or ID numbers; keep them in a "
+        "password manager"
     )
 
 
@@ -229,6 +287,67 @@ def _random_token(text: str) -> str | None:
     return None
 
 
+def _login(text: str) -> str | None:
+    return LOGIN if _LOGIN.search(text) or _EMAIL_LOGIN.search(text) else None
+
+
+def _named_key(text: str) -> str | None:
+    for match in _KEY_WORD.finditer(text):
+        value = match.group("value")
+        if re.search(r"\d", value) and re.search(r"[A-Za-z]", value) and "://" not in value:
+            return KEY
+    return None
+
+
+def _recovery_phrase(text: str) -> str | None:
+    words = _bip39_words()
+    named = _PHRASE_WORDS.search(text) is not None
+    for run in _word_runs(text, words):
+        for length in _PHRASE_LENGTHS:
+            if len(run) < length:
+                continue
+            if named or any(
+                _checksum_ok(run[i : i + length], words) for i in range(len(run) - length + 1)
+            ):
+                return PHRASE
+    return None
+
+
+def _word_runs(text: str, words: dict[str, int]) -> list[list[str]]:
+    """The runs of list words separated only by spaces, commas or numbering."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    end = 0
+    for match in _WORD.finditer(text):
+        word = match.group().lower()
+        joined = _PHRASE_GAP.fullmatch(text, end, match.start()) is not None
+        if word not in words or not joined:
+            if len(run) >= _PHRASE_LENGTHS[-1]:
+                runs.append(run)
+            run = []
+        if word in words:
+            run.append(word)
+        end = match.end()
+    if len(run) >= _PHRASE_LENGTHS[-1]:
+        runs.append(run)
+    return runs
+
+
+def _checksum_ok(phrase: list[str], words: dict[str, int]) -> bool:
+    """BIP-39: the last bits of the phrase are the first bits of SHA-256 of the rest."""
+    bits = "".join(f"{words[word]:011b}" for word in phrase)
+    checksum_bits = len(bits) // 33
+    entropy = int(bits[:-checksum_bits], 2).to_bytes((len(bits) - checksum_bits) // 8, "big")
+    digest = f"{hashlib.sha256(entropy).digest()[0]:08b}"
+    return digest[:checksum_bits] == bits[-checksum_bits:]
+
+
+@cache
+def _bip39_words() -> dict[str, int]:
+    text = resources.files("lore").joinpath("wordlists/bip39-english.txt").read_text("utf-8")
+    return {word: index for index, word in enumerate(text.split())}
+
+
 def _luhn_ok(digits: str) -> bool:
     total = 0
     for i, char in enumerate(reversed(digits)):
@@ -264,5 +383,8 @@ _CHECKS: tuple[Callable[[str], str | None], ...] = (
     _pin,
     _password,
     _card,
+    _login,
+    _named_key,
+    _recovery_phrase,
     _random_token,
 )

@@ -307,8 +307,8 @@ class LineChannel:
         )
         approver = self.approvals.for_chat(chat.scope, author) if trust == "owner" else None
         outcome = await self.lore.bus.send(inbound, approver=approver)
-        if not respond:
-            return
+        if not respond and outcome.command is None:
+            return  # kept in the conversation; a "yes" to a question of theirs is answered
         text = outcome.text
         if not text and any(isinstance(e, ReplyFailed) for e in outcome.events):
             text = SORRY

@@ -302,8 +302,8 @@ class TelegramChannel:
             return
         if before is not None:
             await before
-        if not inbound.respond:
-            return
+        if not inbound.respond and outcome.command is None:
+            return  # kept in the conversation; a "yes" to a question of theirs is answered
         text = outcome.text
         if not text:
             failed = any(isinstance(e, ReplyFailed) for e in outcome.events)

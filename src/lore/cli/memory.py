@@ -56,6 +56,11 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="erase every memory of the conversation (--scope), e.g. of a group Lore left",
     )
+    forget.add_argument(
+        "--author",
+        metavar="NAME",
+        help="every memory NAME noted in the conversation (--scope); shows them, --yes erases",
+    )
     add_everywhere_flags(forget)
     add_scoped(forget, json_flag=True)
     forget.set_defaults(func=_forget)
@@ -80,6 +85,11 @@ def register(subparsers: Any) -> None:
 
     export = actions.add_parser("export", help="write active memories as JSON Lines")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.add_argument(
+        "--author",
+        metavar="NAME",
+        help="only one person's data: what NAME noted and what names them",
+    )
     add_scoped(export, json_flag=True)
     export.set_defaults(func=_export)
 
@@ -151,6 +161,12 @@ def _forget(args: argparse.Namespace) -> int:
     from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
     from lore.errors import InvalidInputError
 
+    if args.author is not None:
+        if args.id is not None or args.all or args.everywhere:
+            raise InvalidInputError(
+                "--author erases what one person noted: give no ID, --all or --everywhere"
+            )
+        return _forget_author(args)
     if args.all:
         if args.id is not None or args.everywhere:
             raise InvalidInputError(
@@ -200,6 +216,40 @@ def _forget_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forget_author(args: argparse.Namespace) -> int:
+    """What one person noted in one conversation: shown first, erased with --yes."""
+    from lore.core.forgetting import KEPT_IN_TRANSCRIPT
+    from lore.errors import InvalidInputError
+    from lore.memory.persons import forget_noted_by, kept_of, memories
+
+    if not args.author.strip():
+        raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
+    with runtime(args) as lore:
+        now = lore.clock.now()
+        mine = kept_of(lore.memory, args.session, args.author)
+        forgotten: list[int] = []
+        if args.yes:
+            forgotten = forget_noted_by(
+                lore, args.session, [m.id for m in mine], args.author,
+                by=lore.config.user_name, via="cli", now=now,
+            )  # fmt: skip
+        if args.json:
+            key = "forgotten" if args.yes else "would_forget"
+            print_json({key: forgotten if args.yes else [m.id for m in mine]})
+            return 0
+        who = f"{args.author.strip()} in {args.session}"
+        if not mine:
+            print(f"No memories noted by {who}.")
+        elif args.yes:
+            print(f"Forgot {memories(len(forgotten))} noted by {who}. {KEPT_IN_TRANSCRIPT}")
+        else:
+            print(f"{memories(len(mine))} noted by {who}:")
+            for memory in mine:
+                print(f"  {_line(memory, lore)}")
+            print("Run again with --yes to forget them.")
+    return 0
+
+
 def _search(args: argparse.Namespace) -> int:
     from lore.errors import InvalidInputError
     from lore.search import format_hits, searcher
@@ -234,8 +284,14 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from lore.errors import InvalidInputError
+
+    if args.author is not None and not args.author.strip():
+        raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
     with runtime(args) as lore:
         lines = lore.memory.export(args.session)
+        if args.author is not None:
+            lines = _of_person(lore, args.session, lines, args.author)
     if args.json:  # one JSON array instead of JSON Lines
         import json
 
@@ -251,6 +307,20 @@ def _export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _of_person(lore: Runtime, scope: str, lines: list[str], person: str) -> list[str]:
+    """The export lines of the memories `person` noted or that name them."""
+    import json
+
+    from lore.memory.persons import names, noted_by
+
+    kept = []
+    for line in lines:
+        memory = lore.memory.get(scope, int(json.loads(line)["id"]))
+        if noted_by(memory, person) or names(memory, person):
+            kept.append(line)
+    return kept
 
 
 def _import(args: argparse.Namespace) -> int:

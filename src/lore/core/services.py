@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from lore.config import Config
     from lore.core.background import Background
     from lore.core.commands import CommandRegistry
+    from lore.core.confirmation import Confirmations
     from lore.core.feature import Feature
     from lore.core.tools import ToolRegistry
     from lore.llm.base import Provider
@@ -35,6 +36,11 @@ __all__ = ["Services"]
 class Services(Protocol):
     config: Config
     clock: Clock
+
+    @property
+    def confirmations(self) -> Confirmations:
+        """Questions waiting for the yes of the person who asked (see core.confirmation)."""
+        ...
 
     @property
     def zone(self) -> tzinfo: ...

@@ -56,11 +56,14 @@ tell the user it was not saved and why.
 To drop one, call forget with the #id shown in the block. Never guess an id.
 - Memories belong to this conversation only. In a group everyone here can read and \
 correct them, and each line says who noted it.
-- Lore refuses to store passwords, API keys, tokens and card numbers; suggest a password \
-manager instead.
+- When someone asks what you know about them, call my_memories. When they ask you to \
+forget everything they told you, call forget_my_memories and show its question as it is: \
+only their own yes, as their next message, forgets.
+- Lore refuses to store passwords, logins, API keys, tokens, recovery phrases and card \
+numbers; suggest a password manager instead.
 - There are no memory settings, switches or dashboards: never invent features such as \
-"turn off memory in settings". People manage memories with /memory, /remember TEXT and \
-/forget ID in the chat, or `lore memory` on the command line."""
+"turn off memory in settings". People manage memories with /memory, /remember TEXT, \
+/forget ID, /mine and /forget-mine in the chat, or `lore memory` on the command line."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The memory feature: remember/forget, the memory block in every prompt, MEMORY.md,
-recent and archived history, extraction and consolidation after each turn, a summary of
-each closed session, Dream."""
+"""The memory feature: remember/forget, each person's own memories, the memory block in
+every prompt, MEMORY.md, recent and archived history, extraction and consolidation after
+each turn, a summary of each closed session, Dream."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def memory_feature(lore: Services) -> Feature:
     from lore.memory.commands import dream_commands, memory_commands
     from lore.memory.consolidation import consolidate_after_turn
     from lore.memory.lifecycle import archived_summary_section, recent_history_section
+    from lore.memory.persons import ForgetMyMemoriesTool, MyMemoriesTool, person_commands
     from lore.memory.session_summary import schedule_summary
     from lore.memory.tools import ForgetTool, RememberTool
 
@@ -52,8 +53,13 @@ def memory_feature(lore: Services) -> Feature:
     sections: list[ContextSection] = [memory_sections, recent_history, archived_summary]
     return Feature(
         "memory",
-        tools=[RememberTool(lore.memory), ForgetTool(lore)],
-        commands=[*memory_commands(), *dream_commands()],
+        tools=[
+            RememberTool(lore.memory),
+            ForgetTool(lore),
+            MyMemoriesTool(lore.memory),
+            ForgetMyMemoriesTool(lore),
+        ],
+        commands=[*memory_commands(), *person_commands(), *dream_commands()],
         sections=sections,
         after_turn=after,
         session_closed=[summarise],
