@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lore.core.provenance import Provenance
 from lore.errors import LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
 
@@ -46,6 +47,8 @@ class ToolContext:
     decision: dict[str, str] | None = None
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
+    # What this turn showed the model, kept with its reply (`why`).
+    provenance: Provenance = field(default_factory=Provenance)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
     notices: list[str] = field(default_factory=list)
 
