@@ -59,10 +59,10 @@ async def test_a_reply_records_the_search_hits_its_tools_returned(
     model.tool_call("session_history", {"session_id": entry.session_id}).reply("Postgres.")
     await _send(lore, "which database did we pick?")
     hits = _last_reply(lore)["why"]["hits"]
-    found = {(h["kind"], h.get("source"), h["tool"]) for h in hits}
-    assert ("message", entry.session_id, "memory_search") in found
-    assert ("session", entry.session_id, "session_history") in found
-    assert all(h["at"] > 0 for h in hits)
+    found = {(tool, kind, source) for tool, rows in hits.items() for kind, source, _, _ in rows}
+    assert ("memory_search", "message", entry.session_id) in found
+    assert ("session_history", "session", entry.session_id) in found
+    assert all(at > 0 for rows in hits.values() for *_, at in rows)
     assert "Postgres" not in json.dumps(hits)
 
 

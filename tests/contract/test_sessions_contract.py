@@ -535,7 +535,7 @@ async def test_a_turn_held_by_another_process_is_waited_for_until_released(
 def test_a_replys_why_record_is_kept_through_reload_and_archive(backend: Backend) -> None:
     why = {
         "memories": [3, 12],
-        "hits": [{"kind": "message", "source": "a1b2", "locator": 4, "at": 1764493200}],
+        "hits": {"memory_search": [["message", "a1b2", 4, 1764493200]]},
         "files": ["USER.md"],
         "skills": ["git"],
     }

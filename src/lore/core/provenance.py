@@ -1,9 +1,10 @@
 """Why a reply said what it said: what the turn showed the model, kept by reference.
 
 Each assistant reply carries a small `why` record: the ids of the memories in the block,
-the (kind, source, locator, time) of every search hit its tools returned, the files it
-read or had injected, the skills it loaded. Only references, never copies of text, so
-forgetting a memory needs no rewrite here: a reader looks each id up and finds it gone.
+every search hit its tools returned as [kind, source, locator, Unix time] under the
+tool's name, the files it read or had injected, the skills it loaded. Only references,
+never copies of text, so forgetting a memory needs no rewrite here: a reader looks each
+id up and finds it gone.
 """
 
 from __future__ import annotations
@@ -24,25 +25,23 @@ class SourceRef:
     at: float = 0.0  # Unix seconds: when it was said or written
     tool: str = ""  # the tool that returned it
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "locator": self.locator}
-        if self.source:
-            data["source"] = self.source
-        if self.at:
-            data["at"] = round(self.at)
-        if self.tool:
-            data["tool"] = self.tool
-        return data
+    def to_row(self) -> list[Any]:
+        """[kind, source, locator, at]: the stored form, under its tool's name."""
+        return [self.kind, self.source, self.locator, round(self.at)]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SourceRef:
-        return cls(
-            kind=str(data.get("kind", "")),
-            source=str(data.get("source", "")),
-            locator=int(data.get("locator", 0)),
-            at=float(data.get("at", 0) or 0),
-            tool=str(data.get("tool", "")),
-        )
+    def from_row(cls, row: list[Any], tool: str) -> SourceRef:
+        kind, source, locator, at = (list(row) + ["", "", 0, 0])[:4]
+        return cls(str(kind), str(source), int(locator), float(at or 0), tool)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "locator": self.locator,
+            "at": round(self.at),
+            "tool": self.tool,
+        }
 
 
 @dataclass
@@ -80,7 +79,10 @@ class Provenance:
         if self.memories:
             data["memories"] = list(self.memories)
         if self.hits:
-            data["hits"] = [hit.to_dict() for hit in self.hits]
+            grouped: dict[str, list[list[Any]]] = {}
+            for hit in self.hits:
+                grouped.setdefault(hit.tool, []).append(hit.to_row())
+            data["hits"] = grouped
         if self.files:
             data["files"] = list(self.files)
         if self.skills:
@@ -91,9 +93,16 @@ class Provenance:
     def from_dict(cls, data: Any) -> Provenance:
         if not isinstance(data, dict):
             return cls()
+        grouped = data.get("hits")
+        hits = [
+            SourceRef.from_row(row, str(tool))
+            for tool, rows in (grouped.items() if isinstance(grouped, dict) else [])
+            for row in rows
+            if isinstance(row, list)
+        ]
         return cls(
             memories=[int(i) for i in data.get("memories") or [] if isinstance(i, int)],
-            hits=[SourceRef.from_dict(h) for h in data.get("hits") or [] if isinstance(h, dict)],
+            hits=hits,
             files=[str(f) for f in data.get("files") or []],
             skills=[str(s) for s in data.get("skills") or []],
         )

@@ -153,7 +153,9 @@ class TurnRunner:
                     )
             except asyncio.CancelledError:
                 if self.stopping and draft.text:
-                    session.append([*rounds, _interrupted(draft.text, now_iso)])
+                    cut = [_interrupted(draft.text, now_iso)]
+                    _keep_why(cut, ctx)
+                    session.append([*rounds, *cut])
                 else:
                     session.mark(index, cancelled=True)
                 emit(ReplyFailed("Cancelled.", cancelled=True))

@@ -95,8 +95,6 @@ def _memory(memory: MemoryStore, scope: str, memory_id: int) -> dict[str, Any]:
 def _hit(memory: MemoryStore, scope: str, hit: SourceRef, zone: tzinfo) -> dict[str, Any]:
     data: dict[str, Any] = {
         **hit.to_dict(),
-        "source": hit.source,
-        "tool": hit.tool,
         "label": _label(hit),
         "date": _date(hit.at, zone),
         "status": None,
