@@ -530,3 +530,18 @@ async def test_a_turn_held_by_another_process_is_waited_for_until_released(
         assert entered == ["group"]  # the second turn of KEY still waits
     await asyncio.wait_for(waiting, timeout=10)
     assert entered == ["group", "second"]
+
+
+def test_a_replys_why_record_is_kept_through_reload_and_archive(backend: Backend) -> None:
+    why = {
+        "memories": [3, 12],
+        "hits": {"memory_search": [["message", "a1b2", 4, 1764493200]]},
+        "files": ["USER.md"],
+        "skills": ["git"],
+    }
+    reply: Message = {"role": "assistant", "content": "Джаз · 爵士", "why": why}
+    backend.sessions.live(KEY).append([MESSAGES[0], reply])
+    assert backend.reopen().sessions.live(KEY).messages[1]["why"] == why
+    entry = close(backend.sessions)
+    assert entry is not None
+    assert backend.reopen().sessions.archive.read_messages(entry)[0][1]["why"] == why

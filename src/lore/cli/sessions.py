@@ -64,6 +64,12 @@ def register(subparsers: Any) -> None:
         "--limit", type=_count(0), default=0, help="at most this many (default 0: all)"
     )
     show.add_argument("--json", action="store_true", help="print JSON: metadata and messages")
+    show.add_argument(
+        "--why",
+        action="store_true",
+        help="under each reply, what it rested on: memories (as they are now), search "
+        "results, files, skills",
+    )
     show.set_defaults(func=_show)
     parser.set_defaults(func=lambda args: show_usage(parser))
 
@@ -133,7 +139,6 @@ def _show_live_of(lore: Runtime, args: argparse.Namespace, key: str) -> int:
 
 
 def _print_live(lore: Runtime, args: argparse.Namespace, session: LiveSession) -> int:
-    from lore.sessions.tools import render_message
     from lore.text import counted
 
     total = len(session.messages)
@@ -142,19 +147,44 @@ def _print_live(lore: Runtime, args: argparse.Namespace, session: LiveSession) -
     messages = session.messages[start:end]
     if args.json:
         meta = {"session_id": session.meta.session_id, "key": session.key, "live": True}
+        messages = _with_why(lore, session.key, start, messages) if args.why else messages
         print_json({"session": meta, "offset": start, "messages": messages})
         return 0
     count = counted(total, "message")
     print(f"Session {session.meta.session_id} · {session.key} · live · {count}")
+    _print_messages(lore, session.key, start, messages, why=args.why)
+    return 0
+
+
+def _print_messages(
+    lore: Runtime, scope: str, start: int, messages: list[Any], *, why: bool
+) -> None:
+    from lore.sessions.tools import render_message
+    from lore.sessions.why import explain, render_why
+
     for number, message in enumerate(messages, start=start):
         print()
         print(render_message(number, message, lore.zone))
-    return 0
+        if why and message.get("role") == "assistant" and message.get("content"):
+            explained = explain(lore.memory, scope, number, message, lore.zone)
+            print("    " + render_why(explained).replace("\n", "\n    "))
+
+
+def _with_why(lore: Runtime, scope: str, start: int, messages: list[Any]) -> list[Any]:
+    """Each reply's `why` as `explain` gives it: memories with their text as it is now."""
+    from lore.sessions.why import explain
+
+    shown = []
+    for number, message in enumerate(messages, start=start):
+        if message.get("role") == "assistant" and message.get("content"):
+            message = {**message, "why": explain(lore.memory, scope, number, message, lore.zone)}
+        shown.append(message)
+    return shown
 
 
 def _show(args: argparse.Namespace) -> int:
     from lore.errors import SessionError
-    from lore.sessions.tools import Page, render_message
+    from lore.sessions.tools import Page
     from lore.text import counted
 
     lore = load_runtime(args)
@@ -176,6 +206,7 @@ def _show(args: argparse.Namespace) -> int:
     start = args.offset if args.offset >= 0 else max(entry.message_count + args.offset, 0)
     messages, total = archive.read_messages(entry, offset=start, limit=args.limit or None)
     if args.json:
+        messages = _with_why(lore, entry.key, start, messages) if args.why else messages
         print_json({"session": entry.to_dict(), "offset": start, "messages": messages})
         return 0
     page = Page(start, messages)
@@ -183,7 +214,5 @@ def _show(args: argparse.Namespace) -> int:
     print(f"Session {entry.session_id} · {entry.key} · {entry.slug} · {count}")
     print(f"transcript: {entry.transcript_path}")
     print(f"summary:    {entry.memory_path or '(' + entry.summary + ')'}")
-    for number, message in enumerate(page.messages, start=page.start):
-        print()
-        print(render_message(number, message, lore.zone))
+    _print_messages(lore, entry.key, page.start, list(page.messages), why=args.why)
     return 0

@@ -51,6 +51,7 @@ class ContextBuilder:
         source = lore.workspace if ctx.project is None else lore.project_workspace(ctx.project)
         for file in source.bootstrap():
             if owner or file.name not in OWNER_FILES:
+                ctx.provenance.read(file.name)
                 parts.append(f"## {file.name}\n\n{file.content}")
         ctx.tools_enabled = tools_enabled
         if tools_enabled and lore.tools.names(ctx):

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lore.core.provenance import Provenance
 from lore.errors import LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
 
@@ -49,6 +50,8 @@ class ToolContext:
     # Reminder ids shown to the model: by set_reminder or list_reminders, this turn or in
     # the history it was sent; only those may be cancelled.
     shown_reminder_ids: set[int] = field(default_factory=set)
+    # What this turn showed the model, kept with its reply (`why`).
+    provenance: Provenance = field(default_factory=Provenance)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.
     notices: list[str] = field(default_factory=list)
 

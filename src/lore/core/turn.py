@@ -153,7 +153,9 @@ class TurnRunner:
                     )
             except asyncio.CancelledError:
                 if self.stopping and draft.text:
-                    session.append([*rounds, _interrupted(draft.text, now_iso)])
+                    cut = [_interrupted(draft.text, now_iso)]
+                    _keep_why(cut, ctx)
+                    session.append([*rounds, *cut])
                 else:
                     session.mark(index, cancelled=True)
                 emit(ReplyFailed("Cancelled.", cancelled=True))
@@ -162,6 +164,7 @@ class TurnRunner:
                 # Keep what the tools already did (a reminder set, a memory noted), so a
                 # retry does not repeat it, and any text that was shown.
                 tail = [_interrupted(draft.text, now_iso)] if draft.text else []
+                _keep_why(tail, ctx)
                 session.append([*rounds, *tail])
                 session.mark(index, unanswered=True)
                 if isinstance(exc, BadRequestError) and system:
@@ -170,6 +173,7 @@ class TurnRunner:
                     emit(Notice(notice))
                 emit(ReplyFailed(str(exc)))
                 return None
+            _keep_why(result.messages, ctx)
             session.append(result.messages)
         if result.first_prompt_tokens:
             # The provider's count includes the tool schemas; so must the estimate.
@@ -246,6 +250,12 @@ def _user_message(inbound: Inbound, now: datetime) -> Message:
     if inbound.message_id:  # a chat channel's id: a message handled again is recognised
         message["message_id"] = inbound.message_id
     return message
+
+
+def _keep_why(added: list[Message], ctx: ToolContext) -> None:
+    """The reply carries what the turn showed the model (`why`); tool rounds need none."""
+    if added and added[-1].get("role") == "assistant" and ctx.provenance:
+        added[-1]["why"] = ctx.provenance.to_dict()
 
 
 def _interrupted(text: str, now_iso: str) -> Message:

@@ -78,9 +78,11 @@ def _memory_sections(lore: Services, ctx: ToolContext) -> str | None:
         zone=lore.zone,
     )
     ctx.shown_memory_ids.update(block.shown_ids)
+    ctx.provenance.shown_memories(block.shown_ids)
     parts = [MEMORY_GUIDE] if ctx.tools_enabled else []
     parts.append(block.text)
     memory_md = lore.workspace.read("MEMORY.md") if lore.config.is_owner_scope(ctx.scope) else None
     if memory_md:
+        ctx.provenance.read("MEMORY.md")
         parts.append(f"# MEMORY.md (curated notes)\n\n{memory_md}")
     return "\n\n---\n\n".join(parts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from lore.core.provenance import SourceRef
 from lore.core.tools import ToolContext, optional_int, required_str
 from lore.errors import InvalidInputError, ToolError
 
@@ -108,6 +109,9 @@ class MemorySearchTool:
         # A memory shown here (from this scope only) may be forgotten by its id, like one
         # shown in the block: beyond the block's window this is how the model sees it.
         ctx.shown_memory_ids.update(h.entry.locator for h in hits if h.entry.kind == "memory")
+        for hit in hits:
+            e = hit.entry
+            ctx.provenance.found(SourceRef(e.kind, e.source, e.locator, e.at, self.name))
         note = _text_only_note(waiting)
         span = " ".join(f"{k} {v!r}" for k, v in times.items() if v)
         if not hits:

@@ -1,4 +1,5 @@
-"""The session command: /new archives this session and starts a fresh one."""
+"""The session commands: /new archives this session and starts a fresh one; /why shows
+what a reply rested on."""
 
 from __future__ import annotations
 
@@ -37,5 +38,30 @@ async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
     )
 
 
+async def _why(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.sessions.why import explain, last_reply, render_why, reply_at
+
+    session = conversation.session
+    session.refresh()
+    wanted = args.strip()
+    if not wanted:
+        index = last_reply(session.messages)
+        if index is None:
+            return "No reply in this session yet."
+    elif wanted.isdigit():
+        index = int(wanted)
+    else:
+        return CommandOutput(f"/why takes a message number, not {wanted!r}", ok=False)
+    try:
+        message = reply_at(session.messages, index)
+    except LoreError as exc:
+        return CommandOutput(f"{exc}; /why alone explains the last reply", ok=False)
+    lore = conversation.lore
+    return render_why(explain(lore.memory, conversation.scope, index, message, lore.zone))
+
+
 def session_commands() -> list[Command]:
-    return [Command("new", "archive this session and start a fresh one", _new)]
+    return [
+        Command("new", "archive this session and start a fresh one", _new),
+        Command("why", "what the last reply (or message N) rested on", _why, "[N]"),
+    ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from lore.core.provenance import SourceRef
 from lore.core.tools import ToolContext, optional_int, optional_str
 from lore.errors import ToolError
 from lore.llm.base import Message, content_text
@@ -161,6 +162,8 @@ class SessionHistoryTool:
         if session_id is None or _names(live.meta.session_id, session_id):
             title = f"Live session {live.meta.session_id} of {ctx.scope}"
             page = _page(live.messages, offset, limit)
+            here = SourceRef("session", live.meta.session_id, page.start, 0, self.name)
+            ctx.provenance.found(here)
             return render_page(
                 title, page, len(live.messages), self._zone, next_call=_next_call(None)
             )
@@ -171,6 +174,8 @@ class SessionHistoryTool:
         )
         start = offset if offset >= 0 else max(entry.message_count + offset, 0)
         messages, total = self._sessions.archive.read_messages(entry, offset=start, limit=limit)
+        ended = _seconds(entry.ended_at)
+        ctx.provenance.found(SourceRef("session", entry.session_id, start, ended, self.name))
         return render_page(
             title,
             Page(start, messages),
@@ -263,6 +268,13 @@ def _cut(text: str) -> str:
     if len(text) <= MESSAGE_CHARS:
         return text
     return f"{text[:MESSAGE_CHARS]} … [{len(text) - MESSAGE_CHARS} more characters]"
+
+
+def _seconds(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _local(timestamp: str, zone: tzinfo) -> str:

@@ -47,7 +47,11 @@ def tools_feature(lore: Services) -> Feature:
     def skills(ctx: ToolContext) -> str | None:
         if not ctx.owner:
             return None
-        return skills_section(load_skills(workspace), loadable=ctx.tools_enabled)
+        found = load_skills(workspace)
+        for skill in found.found:
+            if skill.always:  # its body is in the prompt, as if loaded
+                ctx.provenance.loaded(skill.name)
+        return skills_section(found, loadable=ctx.tools_enabled)
 
     return Feature(
         "tools",

@@ -59,6 +59,7 @@ class ReadFileTool:
         verdict = self.bench.policy.for_tool(self.name)
         await self.bench.authorize(ctx, Action(self.name, f"read {located.shown}"), verdict)
         text, complete = read_text(place, located)
+        ctx.provenance.read(located.shown)
         lines = text.splitlines()
         total = len(lines)
         if total == 0:

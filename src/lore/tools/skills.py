@@ -168,6 +168,7 @@ class LoadSkillTool:
             raise ToolError(f"there is no skill {name!r}. Skills: {known}.")
         verdict = self.bench.policy.for_tool(self.name)
         await self.bench.authorize(ctx, Action(self.name, f"load the skill {name}"), verdict)
+        ctx.provenance.loaded(skill.name)
         files = _files(skill.directory)
         listing = "\n".join(f"- {f}" for f in files) if files else "(only SKILL.md)"
         return (

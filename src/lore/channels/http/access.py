@@ -251,6 +251,16 @@ class ScopeAccess:
             "messages": messages,
         }
 
+    def why(self, session_id: str, index: int) -> dict[str, Any]:
+        """What reply `index` of one of this scope's sessions rested on (memories looked
+        up as they are now); NotFound for a message that is not a reply."""
+        from lore.sessions.why import explain, reply_at
+
+        page = self.transcript(session_id, offset=max(index, 0), limit=1)
+        message = reply_at(page["messages"], index, offset=page["offset"])
+        explained = explain(self.lore.memory, self.scope, index, message, self.lore.zone)
+        return {"session_id": page["session"]["session_id"], **explained}
+
     def summary(self, session_id: str) -> dict[str, Any]:
         """A closed session's summary (or raw digest) with the way back to its transcript."""
         entry = self._archived(session_id)

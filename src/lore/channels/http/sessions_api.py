@@ -30,6 +30,13 @@ async def transcript(
     return access.transcript(session_id, offset=offset, limit=limit)
 
 
+@router.get("/sessions/{session_id}/messages/{index}/why")
+async def why(session_id: str, index: int, access: Scoped) -> dict[str, Any]:
+    """What reply `index` rested on: memories (now: their text, or "forgotten"), search
+    hits with their source and date, files read, skills loaded."""
+    return access.why(session_id, index)
+
+
 @router.get("/sessions/{session_id}/summary")
 async def summary(session_id: str, access: Scoped) -> dict[str, Any]:
     return access.summary(session_id)

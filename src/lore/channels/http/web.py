@@ -156,6 +156,16 @@ async def transcript(
     )
 
 
+@router.get("/ui/sessions/{session_id}/messages/{index}/why", response_class=HTMLResponse)
+async def why(
+    request: Request, session_id: str, index: int, viewer: Viewer, scope: Scope = None
+) -> Response:
+    if viewer is None:
+        return RedirectResponse("/", status_code=303)
+    access = _access(request, viewer, scope)
+    return _render(request, "why.html", scope=access.scope, why=access.why(session_id, index))
+
+
 @router.get("/ui/sessions/{session_id}/summary", response_class=HTMLResponse)
 async def summary(
     request: Request, session_id: str, viewer: Viewer, scope: Scope = None
