@@ -259,6 +259,24 @@ def test_the_pages_own_requests_pass(gateway: Gateway) -> None:
     assert _contents(gateway.lore) == ["Маша"] and len(gateway.lore.reminders.list(SCOPE)) == 1
 
 
+@pytest.mark.parametrize(("trusted", "status"), [(("127.0.0.1",), 200), ((), 403)])
+def test_behind_a_trusted_proxy_the_origin_is_the_host_the_proxy_names(
+    config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    trusted: tuple[str, ...],
+    status: int,
+) -> None:
+    proxied = {"X-Forwarded-Host": "lore.example", "Origin": "https://lore.example"}
+    lore = build(_settings(config, trusted_proxies=trusted), provider=model, clock=clock)
+    with running_gateway(lore) as gateway, gateway.page() as page:
+        answer = page.post(
+            "/ui/memories", params={"scope": SCOPE}, data={"content": "代理"}, headers=proxied
+        )
+    lore.db.close()
+    assert answer.status_code == status
+
+
 def test_a_login_form_posted_from_another_site_is_refused(gateway: Gateway) -> None:
     answer = _log_in(gateway, {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.test"})
     assert answer.status_code == 403 and COOKIE not in answer.cookies
