@@ -146,6 +146,26 @@ def test_a_log_in_outlives_a_restart_of_the_server(lore: Runtime) -> None:
     assert added.status_code == 200 and _contents(lore) == ["Маша"]
 
 
+def test_a_new_token_for_a_client_ends_its_log_ins(
+    config: Config, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    lore = build(_settings(config), provider=model, clock=clock)
+    with running_gateway(lore) as gateway:
+        guest = gateway.page(GUEST)
+    lore.db.close()
+    rotated = ApiClientConfig(token="a-new-guest-token", scopes=("api:*",))
+    settings = replace(config, api=replace(config.api, clients={"webui": rotated}))
+    lore = build(settings, provider=model, clock=clock)
+    with running_gateway(lore) as restarted, guest:
+        guest.base_url = httpx.URL(restarted.url)
+        listed = guest.get("/ui/memories")
+    lore.db.close()
+    assert listed.status_code == 401
+    assert (
+        listed.json()["error"]["message"] == "that log-in's token is no longer valid: log in again"
+    )
+
+
 def test_log_out_ends_that_log_in_even_for_a_copied_cookie(gateway: Gateway) -> None:
     with gateway.page() as page, gateway.page() as other:
         value = page.cookies[COOKIE]
