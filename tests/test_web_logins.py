@@ -227,7 +227,8 @@ def test_a_form_post_without_the_pages_csrf_token_changes_nothing(gateway: Gatew
             "/v1/chat/completions",
             json={"model": "lore", "messages": [{"role": "user", "content": "привет"}]},
         )
-    for refused in (missing, wrong, chat):
+        approval = page.post("/ui/approvals/anything", data={"decision": "approve"})
+    for refused in (missing, wrong, chat, approval):
         assert refused.status_code == 403
         assert refused.json()["error"]["message"] == (
             "this request did not come from Lore's page (no valid CSRF token): reload the page"
