@@ -32,13 +32,19 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench bench-scale bench-workers bench-pg-scale torture quickstart chromium
-# The web page's browser test drives Debian's chromium (never a downloaded browser):
-# installed here when missing and we may (root, as in CI); otherwise that test is skipped.
+.PHONY: chat needs-local path test lint check bench bench-scale bench-workers bench-pg-scale torture quickstart chromium bubblewrap
+# The web page's browser test drives Debian's chromium (never a downloaded browser), and
+# exec's sandbox is Debian's bubblewrap: each installed here when missing and we may (root,
+# as in CI); otherwise the tests that need it are skipped.
+define apt_install
+@command -v $(1) >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); } \
+	>/dev/null 2>&1; } || echo "$(2) is not installed: $(3) will be skipped"
+endef
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-		&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
-		>/dev/null 2>&1; } || echo "chromium is not installed: the browser test will be skipped"
+	$(call apt_install,chromium,chromium,the browser test)
+bubblewrap:
+	$(call apt_install,bwrap,bubblewrap,the exec sandbox tests)
 
 # Installs the offline model only when no provider is configured.
 chat: $(VENV)/.core
@@ -59,7 +65,7 @@ needs-local:
 path: $(VENV)/.core
 	@echo 'export PATH="$(abspath $(VENV))/bin:$$PATH"'
 
-test: $(VENV)/.test chromium
+test: $(VENV)/.test chromium bubblewrap
 	$(PY) -m pytest
 
 lint: $(VENV)/.test

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 
 from lore.config import Config
 from lore.core.approval import ScriptedApprover
-from lore.tools.exec import stripped_environment
 from tests.tooling import call, context, registry, with_tools
 
 
@@ -46,20 +44,18 @@ async def test_exec_is_stopped_at_the_timeout_with_everything_it_started(
     result = await call(
         registry(quick),
         "exec",
-        {"command": "echo begun; sleep 30 & echo $! > child.pid; wait"},
+        {"command": "echo begun; sleep 30.4242 & echo $! > child.pid; wait"},
         context(project, approver=ScriptedApprover("y")),  # a redirection always asks
     )
     assert time.monotonic() - started < 10
     assert result.is_error
     assert result.content.startswith(
-        "Error: `echo begun; sleep 30 & echo $! > child.pid; wait` was stopped after 0.5 s"
+        "Error: `echo begun; sleep 30.4242 & echo $! > child.pid; wait` was stopped after 0.5 s"
     )
     assert "begun" in result.content
-    child = int((project / "child.pid").read_text())
+    # The pid the command saw is its sandbox's own; look for the child by its command line.
     for _ in range(100):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
+        if not _running("30.4242"):
             break
         await asyncio.sleep(0.02)
     else:
@@ -86,25 +82,10 @@ async def test_exec_environment_has_no_keys_tokens_or_lore_settings(
         "DB_PASSWORD",
     ):
         monkeypatch.setenv(name, "leak-me")
-    monkeypatch.setenv("HARMLESS", "kept")
+    monkeypatch.setenv("TZ", "Asia/Taipei")
     result = await call(registry(_allowed(config)), "exec", {"command": "env"}, context(project))
     assert "leak-me" not in result.content
-    assert "HARMLESS=kept" in result.content and "PATH=" in result.content
-
-
-def test_stripped_environment_by_name() -> None:
-    kept = stripped_environment(
-        {
-            "PATH": "/bin",
-            "OPENAI_API_KEY": "x",
-            "AWS_SECRET_ACCESS_KEY": "x",
-            "HF_TOKEN": "x",
-            "LORE_MODEL": "x",
-            "LANG": "C.UTF-8",
-            "npm_config_password": "x",
-        }
-    )
-    assert kept == {"PATH": "/bin", "LANG": "C.UTF-8"}
+    assert "TZ=Asia/Taipei" in result.content and "PATH=" in result.content
 
 
 async def test_exec_asks_by_default_and_shows_the_command_line(
@@ -119,3 +100,13 @@ async def test_exec_asks_by_default_and_shows_the_command_line(
     assert action.summary == "run `echo 你好`"
     assert action.detail == f"cd {project}\necho 你好\n"
     assert result.decision == {"trust": "ask", "outcome": "approved", "by": "tester"}
+
+
+def _running(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
+                return True
+        except OSError:
+            continue
+    return False

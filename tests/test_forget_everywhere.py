@@ -257,3 +257,56 @@ def test_forget_everywhere_prints_json_when_asked(
     assert any(place["where"].startswith("sessions/") for place in done["found"])
     assert main(["forget", "--everywhere", "--phrase", "王大夫", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["found"] == []
+
+
+def test_forget_everywhere_erases_every_argument_of_the_call_that_wrote_it(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fact = "Marisabel is my wife, 我的妻子"
+    keywords = ["жена", "wife", "Марисабель", "妻子"]
+    lore = build(config, provider=ScriptedProvider())
+    session = lore.session(KEY)
+    arguments = {"content": fact, "kind": "relation", "keywords": keywords}
+    session.append(
+        [
+            {"role": "user", "content": "my wife is Marisabel, remember", "author": "anna"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "name": "remember", "arguments": json.dumps(arguments)}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "name": "remember", "content": "#1"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": OTHER, "author": "anna"},
+        ]
+    )
+    memory, _ = lore.memory.remember(
+        KEY,
+        fact,
+        kind="relation",
+        keywords=keywords,
+        author="anna",
+        via="tool",
+        now=lore.clock.now(),
+        source=Source(session.meta.session_id, 0),
+    )
+    assert close_session(lore, KEY) is not None
+    lore.db.close()
+    assert main(["index", "rebuild"]) == 0
+
+    assert main(["memory", "forget", str(memory.id), "--everywhere", "--yes"]) == 0
+    assert "no copy is left" in capsys.readouterr().out
+    words = [w.strip(",") for w in fact.split()] + keywords
+    needles = [w for w in words if len(w) >= 3]
+    found = [
+        (where, word)
+        for where, data in _every_byte(config.home)
+        for word in needles
+        if word.encode() in data or word.lower().encode() in data
+    ]
+    assert found == []
+    (entry,) = build(config).sessions.archive.entries()
+    messages, _ = build(config).sessions.archive.read_messages(entry)
+    assert messages[4]["content"] == OTHER

@@ -302,3 +302,38 @@ def test_a_summary_links_back_to_its_transcript(gateway: Gateway, http: httpx.Cl
 def test_bad_paging_is_a_422(gateway: Gateway, http: httpx.Client) -> None:
     reply = http.get("/api/sessions/live", params={"offset": -1})
     assert reply.status_code == 422 and reply.json()["error"]["message"].startswith("offset")
+
+
+def test_a_memory_deleted_over_rest_is_not_restated_by_rest_search(
+    http: httpx.Client, gateway: Gateway
+) -> None:
+    from lore.ports.memories import Source
+    from lore.search import searcher
+
+    lore = gateway.lore
+    session = lore.session(SCOPE)
+    session.append(
+        [
+            {"role": "user", "content": "remember that I love jazz", "author": "alice"},
+            {"role": "assistant", "content": "Noted: User loves jazz music."},
+            {"role": "user", "content": "I walk the dog every morning", "author": "alice"},
+            {"role": "assistant", "content": "Nice."},
+        ]
+    )
+    memory, _ = lore.memory.remember(
+        SCOPE,
+        "User loves jazz music",
+        author="alice",
+        via="tool",
+        now=lore.clock.now(),
+        source=Source(session.meta.session_id, 0),
+    )
+    searcher(lore).index_live(SCOPE)
+    assert "jazz" in http.get("/api/search", params={"q": "what music do I like"}).text
+
+    assert http.delete(f"/api/memories/{memory.id}").status_code == 200
+    for query in ("what music do I like", "jazz"):
+        assert "jazz" not in http.get("/api/search", params={"q": query}).text.lower()
+        found = http.post("/api/memories/search", json={"query": query})
+        assert found.status_code == 200 and "jazz" not in found.text.lower()
+    assert "dog" in http.get("/api/search", params={"q": "dog"}).text

@@ -69,7 +69,12 @@ def test_search_finds_by_keyword_and_prints_json(capsys: pytest.CaptureFixture[s
 
 def test_forget_erases_from_list_and_search(capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "add", "John lives in Hualien")
-    assert run(capsys, "forget", "#1") == (0, "Forgot #1.\n", "")
+    assert run(capsys, "forget", "#1") == (
+        0,
+        "Forgot #1. What you said stays in the conversation's transcript; "
+        "`forget everywhere` erases that too.\n",
+        "",
+    )
     assert listed(capsys) == []
     assert run(capsys, "search", "Hualien")[1].startswith("Nothing found")
 

@@ -95,7 +95,9 @@ async def test_forget_removes_it_from_the_next_block_the_list_and_search(lore: R
     result = await call(lore, ctx, "forget", id=memory.id)
     assert (result.is_error, result.content) == (
         False,
-        f"Forgot #{memory.id}; it is erased and will not appear again.",
+        f"Forgot #{memory.id}; it is erased from memory and search and will not appear "
+        "again. What you said stays in the conversation's transcript; `forget everywhere` "
+        "erases that too.",
     )
     assert f"#{memory.id}" not in next_block(lore).text
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
@@ -220,7 +222,10 @@ async def test_slash_forget_erases_and_reports_bad_ids_plainly(lore: Runtime) ->
         assert (await conversation.send(f"/forget {bad}")).text == (
             "Usage: /forget ID [everywhere [yes]] (ID: the number after # in /memory)"
         )
-    assert (await conversation.send(f"/forget #{memory.id}")).text == f"Forgot #{memory.id}."
+    assert (await conversation.send(f"/forget #{memory.id}")).text == (
+        f"Forgot #{memory.id}. What you said stays in the conversation's transcript; "
+        "`forget everywhere` erases that too."
+    )
     assert lore.memory.active(HOME, now=lore.clock.now()) == []
 
 

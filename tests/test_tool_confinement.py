@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from lore.config import Config
+from lore.core.approval import Action, Approval
 from lore.errors import ToolError
 from lore.tools.confine import Confinement
-from tests.tooling import call, context, registry
+from tests.tooling import call, context, registry, with_tools
 
 
 @pytest.fixture
@@ -207,6 +209,74 @@ async def test_a_hard_link_to_the_database_is_refused(
     os.link(state / "lore.db", project / "innocent.txt")
     tools = registry(config)
     read = await call(tools, "read_file", {"path": "innocent.txt"}, context(project))
-    assert read.is_error and "Lore's own state" in read.content
+    assert read.is_error and "hard link to a file in Lore's home" in read.content
     grep = await call(tools, "grep", {"pattern": "db rows"}, context(project))
     assert grep.content.startswith("No match")
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        "sessions/archive/2026-11-30-0900-garden--ab12.jsonl",
+        "sessions/cli_default.jsonl",
+        "workspace/memory/2026-11-30.md",
+        "media/photo-notes.txt",
+    ],
+)
+async def test_a_hard_link_to_any_file_under_the_home_is_refused(
+    config: Config, state: Path, project: Path, inside: str
+) -> None:
+    target = state / inside
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("私密的 транскрипт\n", encoding="utf-8")
+    (project / "docs").mkdir()
+    os.link(target, project / "docs" / "notes.txt")
+    tools = registry(config)
+    read = await call(tools, "read_file", {"path": "docs/notes.txt"}, context(project))
+    assert read.is_error and "hard link to a file in Lore's home" in read.content
+    grep = await call(tools, "grep", {"pattern": "私密"}, context(project))
+    assert grep.content.startswith("No match")
+    edit = await call(
+        tools,
+        "edit_file",
+        {"path": "docs/notes.txt", "old_text": "私密", "new_text": "x"},
+        context(project),
+    )
+    assert edit.is_error and target.read_text(encoding="utf-8") == "私密的 транскрипт\n"
+
+
+async def test_a_hard_link_between_files_of_the_project_is_read(
+    config: Config, state: Path, project: Path
+) -> None:
+    os.link(project / "README.md", project / "README-copy.md")
+    read = await call(registry(config), "read_file", {"path": "README-copy.md"}, context(project))
+    assert not read.is_error and "# Demo" in read.content
+
+
+class _RemovingApprover:
+    """The owner says yes, but the folder is removed while the question is open."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    async def approve(self, action: Action) -> Approval:
+        shutil.rmtree(self.folder)
+        return Approval(approved=True, by="tester")
+
+
+async def test_a_folder_that_vanishes_mid_call_is_a_tool_error(
+    config: Config, project: Path
+) -> None:
+    tools = registry(with_tools(config, trust={"exec": "ask", "write_file": "ask"}))
+    wrote = await call(
+        tools,
+        "write_file",
+        {"path": "新/заметка.md", "content": "x"},
+        context(project, approver=_RemovingApprover(project)),
+    )
+    assert wrote.is_error and "is gone" in wrote.content
+    project.mkdir()  # noqa: ASYNC240
+    ran = await call(
+        tools, "exec", {"command": "ls"}, context(project, approver=_RemovingApprover(project))
+    )
+    assert ran.is_error and "no longer exists" in ran.content

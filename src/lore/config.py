@@ -102,6 +102,9 @@ class ToolsConfig:
     exec_rules: dict[str, str] = field(default_factory=dict)  # command pattern -> level
     file_rules: dict[str, str] = field(default_factory=dict)  # path pattern -> level (writes)
     exec_timeout: float = 30.0  # seconds before a command is killed
+    # Commands run under bubblewrap; false runs them without a sandbox (the owner's choice).
+    exec_sandbox: bool = True
+    exec_network: tuple[str, ...] = ()  # command patterns that may reach the network
     output_cap: int = 16_000  # characters of a tool's output the model gets
     approval_timeout: float = 120.0  # seconds to wait for the owner's answer; then no
     # Folders the web page and API may open as a project ("DIR/*": each folder in DIR).
@@ -381,8 +384,8 @@ def load_config(
 
 
 def inherited_environment() -> dict[str, str]:
-    """The environment Lore runs in, as the base of a command the exec tool starts (which
-    strips every key and token from it first)."""
+    """The environment Lore runs in: where the exec tool finds bubblewrap, and the few
+    harmless settings (PATH, language, time zone) a command it starts may inherit."""
     return dict(os.environ)
 
 

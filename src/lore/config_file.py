@@ -86,6 +86,10 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.exec_rules": 'per command pattern such as "git status*": allow, ask or never',
     "tools.file_rules": 'per path pattern such as "docs/*", for writes: allow, ask or never',
     "tools.exec_timeout": "seconds before a command the exec tool runs is stopped",
+    "tools.exec_sandbox": "run exec's commands in a bubblewrap sandbox (the project writable,"
+    " Lore's home and your other files invisible, no network); false runs them unsandboxed",
+    "tools.exec_network": 'command patterns such as "git fetch*" whose commands may reach the'
+    " network inside the sandbox",
     "tools.output_cap": "characters of a tool's output the model gets",
     "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
     "tools.projects": 'folders the web page may open as a project; "DIR/*": each folder in DIR',

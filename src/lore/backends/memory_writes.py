@@ -29,7 +29,7 @@ from lore.ports.memories import (
     parse_record,
 )
 
-__all__ = ["MemoryWrites"]
+__all__ = ["MemoryWrites", "current_versions"]
 
 Conn = TypeVar("Conn")
 
@@ -237,3 +237,24 @@ class MemoryWrites(ABC, Generic[Conn]):
     @abstractmethod
     def _row(self, conn: Conn, memory_id: int) -> Memory:
         """The memory `memory_id`, as it is in this transaction."""
+
+
+def current_versions(
+    rows: list[tuple[int, str | None, int | None, int | None, str]], session_id: str
+) -> dict[int, int]:
+    """(id, source session, source message, superseded_by, status) of a scope's memories
+    -> message index of `session_id` -> the active end of its memory's chain."""
+    later = {row[0]: row[3] for row in rows if row[4] == "superseded" and row[3] is not None}
+    active = {row[0] for row in rows if row[4] == "active"}
+    found: dict[int, int] = {}
+    for memory_id, session, message, _, status in rows:
+        if status != "superseded" or session != session_id or message is None:
+            continue
+        current: int | None = memory_id
+        for _ in range(len(later) + 1):
+            if current is None or current in active:
+                break
+            current = later.get(current)
+        if current is not None and current in active:
+            found.setdefault(int(message), current)
+    return found

@@ -148,6 +148,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
+    from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
     from lore.errors import InvalidInputError
 
     if args.all:
@@ -164,14 +165,19 @@ def _forget(args: argparse.Namespace) -> int:
     if not text.isdecimal():
         raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
     with runtime(args) as lore:
-        erased = lore.memory.forget(
-            args.session, int(text), by=lore.config.user_name, via="cli", now=lore.clock.now()
+        erased = forget_memory(
+            lore,
+            args.session,
+            int(text),
+            by=lore.config.user_name,
+            via="cli",
+            now=lore.clock.now(),
         )
     if args.json:
         print_json({"forgotten": int(text), "erased_versions": erased})
         return 0
     older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
-    print(f"Forgot #{text}{older}.")
+    print(f"Forgot #{text}{older}. {KEPT_IN_TRANSCRIPT}")
     return 0
 
 

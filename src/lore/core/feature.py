@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from lore.events import Emit
     from lore.ports.sessions import ArchivedSession
 
-__all__ = ["AfterTurn", "ContextSection", "Feature", "SessionClosed"]
+__all__ = [
+    "AfterTurn",
+    "ContextSection",
+    "Feature",
+    "Forgotten",
+    "MemoryForgotten",
+    "SessionClosed",
+]
 
 # A system-prompt section: given the turn, its text or None.
 ContextSection = Callable[["ToolContext"], "str | None"]
@@ -28,6 +35,20 @@ SessionClosed = Callable[["ArchivedSession", "Emit | None"], None]
 
 
 @dataclass(frozen=True)
+class Forgotten:
+    """A memory just forgotten, as what still carries it needs to know: the texts it
+    had (every version, and the message it came from) and the turns that said it."""
+
+    scope: str
+    texts: tuple[str, ...]
+    turns: tuple[tuple[str, int], ...]  # (session id, index of a message of the turn)
+
+
+# Work right after a memory was forgotten (search leaves what restated it out).
+MemoryForgotten = Callable[[Forgotten], None]
+
+
+@dataclass(frozen=True)
 class Feature:
     name: str
     tools: Sequence[Tool] = ()
@@ -35,5 +56,6 @@ class Feature:
     sections: Sequence[ContextSection] = ()  # placed after MEMORY.md, before runtime context
     after_turn: Sequence[AfterTurn] = ()
     session_closed: Sequence[SessionClosed] = ()
+    memory_forgotten: Sequence[MemoryForgotten] = ()
     # Tools only the owner's conversations may see (file and shell tools).
     owner_only: bool = False

@@ -103,6 +103,8 @@ async def _remember(conversation: CommandContext, args: str) -> str | CommandOut
 
 
 async def _forget(conversation: CommandContext, args: str) -> str | CommandOutput:
+    from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
+
     words = args.split()
     text = words[0].lstrip("#") if words else ""
     if not text.isdecimal() or words[1:] not in ([], ["everywhere"], ["everywhere", "yes"]):
@@ -112,7 +114,8 @@ async def _forget(conversation: CommandContext, args: str) -> str | CommandOutpu
     if words[1:]:
         return _forget_everywhere(conversation, int(text), erase=words[1:] == ["everywhere", "yes"])
     try:
-        conversation.lore.memory.forget(
+        forget_memory(
+            conversation.lore,
             conversation.scope,
             int(text),
             by=conversation.author,
@@ -121,7 +124,7 @@ async def _forget(conversation: CommandContext, args: str) -> str | CommandOutpu
         )
     except (NotFoundError, InvalidInputError) as exc:
         return CommandOutput(f"Nothing forgotten: {exc}", ok=False)
-    return f"Forgot #{text}."
+    return f"Forgot #{text}. {KEPT_IN_TRANSCRIPT}"
 
 
 def _forget_everywhere(

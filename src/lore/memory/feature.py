@@ -52,7 +52,7 @@ def memory_feature(lore: Services) -> Feature:
     sections: list[ContextSection] = [memory_sections, recent_history, archived_summary]
     return Feature(
         "memory",
-        tools=[RememberTool(lore.memory), ForgetTool(lore.memory)],
+        tools=[RememberTool(lore.memory), ForgetTool(lore)],
         commands=[*memory_commands(), *dream_commands()],
         sections=sections,
         after_turn=after,

@@ -151,10 +151,11 @@ def purge_everywhere(
     """Every copy of a memory (and the message it came from) or of a phrase under the
     home; erased, and searched for again, when `erase`."""
     if memory_id is not None:
-        _, texts = texts_of_memory(lore, scope, memory_id)
-        subject = f"memory #{memory_id}" + (
-            " and the message it came from" if len(texts) > 1 else ""
-        )
+        memory, texts = texts_of_memory(lore, scope, memory_id)
+        said = len(texts) - 1 - sum(k in texts for k in memory.keywords)
+        subject = f"memory #{memory_id}" + (" and the message it came from" if said else "")
+        if memory.keywords:
+            subject += " (with its keywords)"
     elif phrase is not None:
         texts, subject = [phrase], "the phrase"
     else:
@@ -180,8 +181,9 @@ def purge_everywhere(
 
 
 def texts_of_memory(lore: Lore, scope: str, memory_id: int) -> tuple[Memory, list[str]]:
-    """A memory of `scope` and the texts to erase for it: its own text and the user
-    message it was taken from (when Lore still knows it)."""
+    """A memory of `scope` and the texts to erase for it: its own text, the user message
+    it was taken from (when Lore still knows it), then its keywords, which the call that
+    wrote it and the index carry beside its text (one shorter than MIN_CHARS is left)."""
     memory = lore.memory.get(scope, memory_id)
     texts = [memory.content]
     source = memory.source
@@ -189,6 +191,9 @@ def texts_of_memory(lore: Lore, scope: str, memory_id: int) -> tuple[Memory, lis
         message = _source_message(lore, scope, source.session_id, source.message_index)
         if message and len(message.strip()) >= MIN_CHARS and message not in texts:
             texts.append(message)
+    for keyword in memory.keywords:
+        if len(keyword.strip()) >= MIN_CHARS and keyword not in texts:
+            texts.append(keyword)
     return memory, texts
 
 

@@ -55,10 +55,11 @@ class Redactor:
         return found
 
     def text(self, text: str) -> str:
-        text = self._texts.sub(REPLACEMENT, text)
+        # Slugs first: a shorter text (a keyword) inside a slug would break it, and the
+        # path that names a renamed file would no longer match its new name.
         if self._slugs is not None:
             text = self._slugs.sub(_SLUG_REPLACEMENT, text)
-        return text
+        return self._texts.sub(REPLACEMENT, text)
 
     def name(self, name: str) -> str:
         """A file name with any slug of the texts taken out."""

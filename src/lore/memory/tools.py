@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lore.core.forgetting import KEPT_IN_TRANSCRIPT, forget_memory
 from lore.core.tools import ToolContext, required_str
 from lore.errors import InvalidInputError, NotFoundError, ToolError
 from lore.ports.memories import KINDS, MAX_CONTENT, Source
 
 if TYPE_CHECKING:
+    from lore.core.services import Services
     from lore.ports.memories import MemoryStore
 
 __all__ = ["ForgetTool", "RememberTool"]
@@ -113,8 +115,8 @@ class ForgetTool:
         "required": ["id"],
     }
 
-    def __init__(self, memories: MemoryStore) -> None:
-        self._memories = memories
+    def __init__(self, lore: Services) -> None:
+        self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         memory_id = parse_memory_id(args.get("id"))
@@ -124,12 +126,23 @@ class ForgetTool:
                 "forgotten. Use an #id exactly as shown in the block."
             )
         try:
-            self._memories.forget(ctx.scope, memory_id, by=ctx.author, via="tool", now=ctx.now)
+            forget_memory(
+                self._lore,
+                ctx.scope,
+                memory_id,
+                by=ctx.author,
+                via="tool",
+                now=ctx.now,
+                turn=(ctx.session_id, ctx.message_index),
+            )
         except (NotFoundError, InvalidInputError) as exc:
             raise ToolError(f"nothing was forgotten: {exc}") from None
         ctx.shown_memory_ids.discard(memory_id)
         ctx.notices.append(f"forgot #{memory_id}")
-        return f"Forgot #{memory_id}; it is erased and will not appear again."
+        return (
+            f"Forgot #{memory_id}; it is erased from memory and search and will not appear "
+            f"again. {KEPT_IN_TRANSCRIPT}"
+        )
 
 
 def parse_memory_id(value: object) -> int:

@@ -154,6 +154,11 @@ class SearchIndexPort(Protocol):
         """Active memories extracted from a session's messages, by message index."""
         ...
 
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        """Messages of a session whose memory was since superseded: message index -> the
+        id of the active memory that holds the fact now."""
+        ...
+
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]: ...
 
     def stats(self) -> IndexStats: ...
@@ -163,3 +168,10 @@ class SearchIndexPort(Protocol):
 
     def remove_entries(self, entry_ids: Sequence[int]) -> int:
         """Drop these entries, words and vectors included, leaving no trace of their text."""
+
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        """Keep these marks of a source out of the index for good (a forgotten memory's
+        turns, its note chunks): `hidden` returns them after any `clear`."""
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        """Every hidden mark of this kind, by source."""

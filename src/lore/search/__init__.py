@@ -156,7 +156,7 @@ class LoreSearch:
         if embed_first and mode != "text":
             self.index.embed_pending(limit=embed_first)
         moment = now or self._lore.clock.now()
-        return search(
+        hits = search(
             self.index,
             query,
             self.scopes_for(scope),
@@ -168,6 +168,7 @@ class LoreSearch:
             before=before,
             about=about,
         )
+        return _current_first(self.index, scope, hits)
 
     def embed_pending(self, limit: int | None = None, *, since: float | None = None) -> int:
         """Embed entries still without a vector (blocking; only those dated `since` or
@@ -237,6 +238,38 @@ async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 3
             await asyncio.sleep(idle_seconds)
 
 
+def _current_first(index: SearchIndexPort, scope: str, hits: list[Hit]) -> list[Hit]:
+    """A message whose memory was since superseded is labelled with the memory that holds
+    the fact now, and ranks below it when both are found."""
+    from dataclasses import replace
+
+    marked: list[Hit] = []
+    sessions: dict[str, dict[int, int]] = {}
+    for hit in hits:
+        entry = hit.entry
+        if entry.kind == "message" and entry.scope == scope:
+            if entry.source not in sessions:
+                sessions[entry.source] = index.superseded_in(scope, entry.source)
+            current = sessions[entry.source].get(entry.locator)
+            if current is not None:
+                hit = replace(hit, superseded_by=current)
+        marked.append(hit)
+    ordered: list[Hit] = []
+    for hit in marked:
+        if hit.superseded_by is not None:
+            newer = [
+                h
+                for h in marked
+                if h.entry.kind == "memory"
+                and h.entry.locator == hit.superseded_by
+                and h not in ordered
+            ]
+            ordered.extend(newer)
+        if hit not in ordered:
+            ordered.append(hit)
+    return ordered
+
+
 def _when(kind: str, source: str, at: float, zone: tzinfo) -> str:
     """A hit's time. A daily note (memory/2026-11-29.md) is dated by its name alone: it
     has a day but no time, so no invented 00:00 (or 08:00 in Taipei)."""
@@ -260,7 +293,8 @@ def format_hits(hits: Sequence[Hit], query: str, zone: tzinfo) -> str:
             text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
             offset = max(entry.locator - 2, 0)
             where = f' → session_history(session_id="{entry.source}", offset={offset})'
-            lines.append(f"[{number}] {when} {text}{also}{where}")
+            old = "" if hit.superseded_by is None else f" (superseded by #{hit.superseded_by})"
+            lines.append(f"[{number}] {when}{old} {text}{also}{where}")
         else:
             text = " ".join(snippet(entry.display, query, _LINE_CHARS).split())
             lines.append(f"[{number}] {when} {hit.label}: {text}{also}")

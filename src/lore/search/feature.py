@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from lore.core.feature import Feature
 
 if TYPE_CHECKING:
+    from lore.core.feature import Forgotten
     from lore.core.services import Services
     from lore.core.turn import CompletedTurn
     from lore.events import Emit
@@ -16,9 +17,15 @@ __all__ = ["search_feature"]
 
 def search_feature(lore: Services) -> Feature:
     from lore.search import index_after_turn
+    from lore.search.forgotten import hide_forgotten
     from lore.search.tool import MemorySearchTool
 
     async def index(turn: CompletedTurn, emit: Emit) -> None:
         await index_after_turn(lore, turn, emit)
 
-    return Feature("search", tools=[MemorySearchTool(lore)], after_turn=[index])
+    def forgotten(what: Forgotten) -> None:
+        hide_forgotten(lore, what)
+
+    return Feature(
+        "search", tools=[MemorySearchTool(lore)], after_turn=[index], memory_forgotten=[forgotten]
+    )

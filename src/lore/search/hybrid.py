@@ -87,6 +87,7 @@ class Hit:
     text_rank: int | None  # 1-based rank in each list, None when absent
     vector_rank: int | None
     duplicates: list[Stored] = field(default_factory=list)
+    superseded_by: int | None = None  # a message stating a memory's old value
 
     @property
     def source(self) -> dict[str, Any]:
@@ -118,6 +119,7 @@ class Hit:
                 n for n, r in (("text", self.text_rank), ("vector", self.vector_rank)) if r
             ],
             "duplicates": len(self.duplicates),
+            "superseded_by": self.superseded_by,
         }
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "NOTES_SCOPE",
     "Chunk",
     "catch_up_memories",
+    "chunk_mark",
     "chunk_markdown",
     "date_words",
     "index_memory",
@@ -50,6 +51,7 @@ __all__ = [
     "session_entries",
     "sync_archive",
     "sync_notes",
+    "turn_mark",
     "unindex_memory",
 ]
 
@@ -234,9 +236,11 @@ def index_note_file(
         chunks = []
     else:
         chunks = chunk_markdown(text)  # MEMORY.md, or a file the person wrote: the owner's
+    hidden = index.hidden("note").get("", frozenset())
     entries = [
         Entry(chunk.scope, "note", name, chunk.line, at, chunk.text, chunk.heading, extra=words)
         for chunk in chunks
+        if not hidden or chunk_mark(chunk.text) not in hidden
     ]
     index.replace_source("note", name, entries, record)
     return True
@@ -300,14 +304,20 @@ def session_entries(
     zone: tzinfo = UTC,
     facts: dict[int, list[str]] | None = None,
     first: int = 0,
+    hidden: frozenset[str] = frozenset(),
 ) -> list[Entry]:
     """One entry per user or assistant message with text (from message index `first`
     on). Each also matches (at a lower weight) its date, the turns either side of it and
     the facts extracted from it (`facts`, by message index), and is embedded with the
-    turn before it: an answer is found through the question it answers."""
+    turn before it: an answer is found through the question it answers. A `hidden`
+    turn (a forgotten memory's: marks of `turn_mark`) is left out, and out of its
+    neighbours' context too."""
     talk: list[tuple[int, str, str, float]] = []
+    turn = 0
     for position, message in enumerate(messages):
-        if message.get("role") not in ("user", "assistant"):
+        if message.get("role") == "user":
+            turn = position
+        if message.get("role") not in ("user", "assistant") or turn_mark(turn) in hidden:
             continue
         text = _content_text(message.get("content"))
         if text:
@@ -346,6 +356,17 @@ def session_entries(
             )
         )
     return entries
+
+
+def turn_mark(user_index: int) -> str:
+    """A hidden turn's mark: the index of the user message that starts it."""
+    return str(user_index)
+
+
+def chunk_mark(text: str) -> str:
+    """A hidden note chunk's mark: a digest of its words, wherever the chunk moves."""
+    words = " ".join(text.casefold().split())
+    return hashlib.sha256(words.encode("utf-8")).hexdigest()[:32]
 
 
 def date_words(at: float, zone: tzinfo) -> str:
@@ -397,6 +418,7 @@ def index_session(
         default_at=default_at,
         zone=zone,
         facts=index.facts_of(entry.key, entry.session_id),
+        hidden=index.hidden("message").get(entry.session_id, frozenset()),
     )
     index.replace_source("message", entry.session_id, entries, record)
     return True
@@ -432,6 +454,7 @@ def index_live(index: SearchIndex, session: LiveSession, *, zone: tzinfo = UTC) 
         zone=zone,
         facts=index.facts_of(session.key, meta.session_id),
         first=done,
+        hidden=index.hidden("message").get(meta.session_id, frozenset()),
     )
     record = SourceRecord("message", meta.session_id, session.key, 0, len(messages), _LIVE)
     with index.batch():

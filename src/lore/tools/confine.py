@@ -9,8 +9,13 @@ workspace's archive and version history) is refused too, even when the root cont
 Resolving first and opening later leaves a gap in which a folder could be swapped for a
 symlink. So nothing is opened by its full path: each folder of the resolved path is
 opened relative to the one before with O_NOFOLLOW, and so is the file itself; a link
-that appeared since the check makes the open fail instead of being followed. Hard links
-to the database or config are caught by comparing the opened file's inode.
+that appeared since the check makes the open fail instead of being followed.
+
+A hard link is a second name for the same file, so no path check can see one. An opened
+file that has more than one name is compared, by inode, with every file under the home
+the tools may not read by its own path (the state above, and anything outside the
+root): a link to any of them is refused. A file with one name cannot be such a link and
+costs nothing extra; the home is walked at most once per tool call.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from lore.errors import ToolError
@@ -103,28 +109,42 @@ class Confinement:
             for base in (self.home, self.workspace)
         )
 
-    def state_inodes(self) -> set[tuple[int, int]]:
-        inodes = set()
-        try:
-            names = os.listdir(self.home)
-        except OSError:
-            return set()
-        for name in names:
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in STATE_PATTERNS):
+    def links_to_home(self, info: os.stat_result) -> bool:
+        """Whether the opened file `info` is a hard link to a file under the home that no
+        tool may read by its own name."""
+        return info.st_nlink > 1 and (info.st_dev, info.st_ino) in self._guarded_inodes
+
+    @cached_property
+    def _guarded_inodes(self) -> frozenset[tuple[int, int]]:
+        # Built once per tool call, and only when a file with several names is opened.
+        found = set()
+        for folder, _dirs, files in os.walk(self.home):
+            for name in files:
+                path = Path(folder) / name
                 try:
-                    info = os.stat(self.home / name, follow_symlinks=False)
+                    info = os.stat(path, follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISREG(info.st_mode):
-                    inodes.add((info.st_dev, info.st_ino))
-        return inodes
+                if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
+                    continue
+                readable = (path == self.root or self.root in path.parents) and not (
+                    self.is_state(path)
+                )
+                if not readable:
+                    found.add((info.st_dev, info.st_ino))
+        return frozenset(found)
 
     # -- opening without following links -----------------------------------------------------
 
     @contextmanager
     def directory(self, rel: PurePosixPath, *, create: bool = False) -> Iterator[int]:
         """An open descriptor of the folder `rel`, reached one folder at a time."""
-        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+        except OSError as exc:
+            raise ToolError(
+                f"the folder {self.root} is gone or unreadable ({exc.strerror})"
+            ) from exc
         try:
             for part in rel.parts:
                 if part == ".":
@@ -177,8 +197,10 @@ class Confinement:
                 raise ToolError(f"{located.shown} is a folder, not a file")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{located.shown} is not a regular file")
-            if (info.st_dev, info.st_ino) in self.state_inodes():
-                raise ToolError(f"{located.shown} is Lore's own state; no tool may read it")
+            if self.links_to_home(info):
+                raise ToolError(
+                    f"{located.shown} is a hard link to a file in Lore's home; no tool may read it"
+                )
             yield fd, info.st_size
         finally:
             os.close(fd)

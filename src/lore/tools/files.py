@@ -18,7 +18,7 @@ from lore.core.approval import Action
 from lore.core.tools import ToolContext, optional_int, required_str
 from lore.errors import ToolError
 from lore.tools.confine import Confinement, Located
-from lore.tools.workbench import Workbench
+from lore.tools.workbench import Workbench, os_errors_as_tool_errors
 
 __all__ = ["EditFileTool", "ListDirTool", "ReadFileTool", "WriteFileTool", "unified_diff"]
 
@@ -48,6 +48,7 @@ class ReadFileTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         place = self.bench.confinement(ctx)
         located = place.locate(required_str(args, "path"))
@@ -94,6 +95,7 @@ class WriteFileTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         place = self.bench.confinement(ctx)
         located = place.locate(required_str(args, "path"))
@@ -137,6 +139,7 @@ class EditFileTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         place = self.bench.confinement(ctx)
         located = place.locate(required_str(args, "path"))
@@ -187,6 +190,7 @@ class ListDirTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         place = self.bench.confinement(ctx)
         path = args.get("path")
@@ -267,7 +271,10 @@ def _entries(place: Confinement, located: Located) -> list[str]:
         for entry in listing:
             if place.is_state(located.path / entry.name):
                 continue
-            info = entry.stat(follow_symlinks=False)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed since the folder was read
             if stat.S_ISLNK(info.st_mode):
                 files.append(f"{entry.name}@")
             elif stat.S_ISDIR(info.st_mode):

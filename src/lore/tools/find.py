@@ -20,7 +20,7 @@ from lore.core.approval import Action
 from lore.core.tools import ToolContext, optional_str, required_str
 from lore.errors import ToolError
 from lore.tools.confine import Confinement, Located
-from lore.tools.workbench import Workbench
+from lore.tools.workbench import Workbench, os_errors_as_tool_errors
 
 __all__ = ["GlobTool", "GrepTool", "glob_regex"]
 
@@ -92,6 +92,7 @@ class GlobTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         pattern = relative_pattern(required_str(args, "pattern"))
         place = self.bench.confinement(ctx)
@@ -131,6 +132,7 @@ class GrepTool:
     def __init__(self, bench: Workbench) -> None:
         self.bench = bench
 
+    @os_errors_as_tool_errors
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         text = required_str(args, "pattern")
         flags = re.IGNORECASE if args.get("ignore_case") is True else 0
@@ -180,7 +182,6 @@ def _walk(place: Confinement, start: Located) -> Iterator[tuple[PurePosixPath, A
         yield start.rel, lambda: _read_located(place, start)
         return
     seen = 0
-    state = place.state_inodes()
     guarded = place.near_state(start.path)  # else no path below can be Lore's state
     with place.directory(start.rel) as top:
         for folder, dirs, files, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
@@ -197,7 +198,7 @@ def _walk(place: Confinement, start: Located) -> Iterator[tuple[PurePosixPath, A
                 seen += 1
                 if seen > _MAX_FILES:
                     return
-                yield rel, (lambda fd=fd, name=name: _read_at(fd, name, state))
+                yield rel, (lambda fd=fd, name=name: _read_at(place, fd, name))
 
 
 def _read_located(place: Confinement, located: Located) -> str | None:
@@ -208,7 +209,7 @@ def _read_located(place: Confinement, located: Located) -> str | None:
     return _text(data)
 
 
-def _read_at(folder: int, name: str, state: set[tuple[int, int]]) -> str | None:
+def _read_at(place: Confinement, folder: int, name: str) -> str | None:
     try:
         fd = os.open(name, _NOFOLLOW_READ, dir_fd=folder)
     except OSError:
@@ -217,8 +218,8 @@ def _read_at(folder: int, name: str, state: set[tuple[int, int]]) -> str | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_GREP_BYTES:
             return None
-        if (info.st_dev, info.st_ino) in state:
-            return None  # a hard link to Lore's database or config
+        if place.links_to_home(info):
+            return None  # a hard link to a file in Lore's home
         chunks, left = [], info.st_size + 1
         while left > 0 and (chunk := os.read(fd, left)):
             chunks.append(chunk)

@@ -11,8 +11,9 @@ when none matches, the tool's own level applies:
 - a command is cut at `;`, `&&`, `||`, `|`, `&` and newlines; each part is judged by the
   rules matching it, the command takes the strictest of its parts. A command with `$(…)`,
   backticks or redirections is never allowed by itself, nor is one that names Lore's
-  home. Patterns guard against mistakes; they are not a sandbox: `exec` runs a real
-  shell, which is why it asks by default.
+  home. Patterns guard against mistakes; the sandbox (`lore.tools.sandbox`) is what
+  keeps a command away from Lore's home, the owner's files and the network, and
+  `exec_network` names the commands that may reach the network from it.
 
 `authorize` applies the level: allow runs, never refuses with an error the model reads,
 ask shows the action to the approver on the `ToolContext` and waits; no answer within
@@ -88,6 +89,7 @@ class TrustPolicy:
         self.exec_rules: dict[str, str] = {**DEFAULT_EXEC_RULES, **config.exec_rules}
         self.file_rules: dict[str, str] = {**DEFAULT_FILE_RULES, **config.file_rules}
         self.home = home.rstrip("/")
+        self.network = config.exec_network
 
     def for_tool(self, tool: str) -> Verdict:
         level = self.trust.get(tool, "ask")
@@ -124,6 +126,16 @@ class TrustPolicy:
         if verdict.level == "allow" and self.home and self.home in command:
             verdict = Verdict("ask", "the command names Lore's home")
         return verdict
+
+    def allows_network(self, command: str) -> bool:
+        """Whether `command` may reach the network from the sandbox: every part of it
+        matches one of the `exec_network` patterns, and it has no substitution."""
+        parts, plain = command_parts(command)
+        return (
+            plain
+            and bool(parts)
+            and all(any(fnmatch.fnmatchcase(part, p) for p in self.network) for part in parts)
+        )
 
 
 def command_parts(command: str) -> tuple[list[str], bool]:

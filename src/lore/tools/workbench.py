@@ -8,17 +8,21 @@ rules even when the project folder contains Lore's home.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any, ParamSpec
 
 from lore.config import Config, ToolsConfig
 from lore.core.approval import Action
 from lore.core.tools import ToolContext
+from lore.errors import ToolError
 from lore.tools.confine import Confinement, Located
 from lore.tools.trust import TrustPolicy, Verdict, authorize
 
-__all__ = ["Workbench"]
+__all__ = ["Workbench", "os_errors_as_tool_errors"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,26 @@ class Workbench:
         cut = text[:limit]
         rest = len(text) - limit
         return f"{cut}\n… [output cut at {limit} characters; {rest} more{hint}]"
+
+
+_P = ParamSpec("_P")
+
+
+def os_errors_as_tool_errors(
+    run: Callable[_P, Coroutine[Any, Any, str]],
+) -> Callable[_P, Coroutine[Any, Any, str]]:
+    """A tool's `run` whose OSError (a path that vanished or changed mid-call) becomes a
+    tool error the model reads, instead of ending the whole turn."""
+
+    @functools.wraps(run)
+    async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> str:
+        try:
+            return await run(*args, **kwargs)
+        except OSError as exc:
+            where = f"{exc.filename}: " if isinstance(exc.filename, str) else ""
+            reason = exc.strerror or type(exc).__name__
+            raise ToolError(
+                f"{where}{reason} (it changed while the tool ran); nothing more was done"
+            ) from exc
+
+    return guarded

@@ -37,6 +37,7 @@ class FakeSearchIndex:
         self._rows: dict[int, _Row] = {}
         self._records: dict[tuple[str, str], SourceRecord] = {}
         self._queue: dict[int, str | None] = {}
+        self._hidden: set[tuple[str, str, str]] = set()
         self._model = ""
         self._next_id = 1
 
@@ -102,6 +103,16 @@ class FakeSearchIndex:
     def remove_entries(self, entry_ids: Sequence[int]) -> int:
         gone = [entry_id for entry_id in entry_ids if self._rows.pop(entry_id, None) is not None]
         return len(gone)
+
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        self._hidden.update((kind, source, mark) for mark in marks)
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {}
+        for hidden_kind, source, mark in self._hidden:
+            if hidden_kind == kind:
+                found.setdefault(source, set()).add(mark)
+        return {source: frozenset(marks) for source, marks in found.items()}
 
     def clear(self, *, requeue_memories: bool = False) -> None:
         self._rows.clear()
@@ -204,6 +215,9 @@ class FakeSearchIndex:
     def facts_of(self, scope: str, session_id: str) -> dict[int, list[str]]:
         # The fake keeps no memories beside it: no message has facts to join its key.
         return {}
+
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        return {}  # no memories beside it, as for facts_of
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         found = {}

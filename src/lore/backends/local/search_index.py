@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from lore.backends.local import bm25
 from lore.backends.local.database import Database
 from lore.backends.local.vectors import VectorMatrix
+from lore.backends.memory_writes import current_versions
 from lore.embed import Embedder, Vectors, quantise
 from lore.ports.search import KINDS, Entry, IndexStats, SourceRecord, Stored
 from lore.text import index_terms, match_expression
@@ -166,6 +167,22 @@ class SearchIndex:
                 )
             conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
         return removed
+
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        with self._db.atomic() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO search_hidden (kind, source, mark) VALUES (?, ?, ?)",
+                [(kind, source, mark) for mark in marks],
+            )
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {}
+        rows = self._db.conn.execute(
+            "SELECT source, mark FROM search_hidden WHERE kind = ?", (kind,)
+        )
+        for source, mark in rows:
+            found.setdefault(source, set()).add(mark)
+        return {source: frozenset(marks) for source, marks in found.items()}
 
     def clear(self, *, requeue_memories: bool = False) -> None:
         """Empty the index (vectors included); optionally queue every active memory again,
@@ -502,6 +519,16 @@ class SearchIndex:
         for message, content in rows:
             facts.setdefault(int(message), []).append(str(content))
         return facts
+
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        rows = self._db.conn.execute(
+            "SELECT id, source_session, source_message, superseded_by, status FROM memories"
+            " WHERE scope = ? AND status IN ('active', 'superseded')",
+            (scope,),
+        )
+        return current_versions(
+            [(int(r[0]), r[1], r[2], r[3], str(r[4])) for r in rows], session_id
+        )
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:

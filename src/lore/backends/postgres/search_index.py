@@ -184,6 +184,22 @@ class PostgresSearchIndex:
             )
             return cursor.rowcount
 
+    def hide(self, kind: str, source: str, marks: Iterable[str]) -> None:
+        with self._db.atomic() as conn:
+            for mark in marks:
+                conn.execute(
+                    "INSERT INTO search_hidden (kind, source, mark) VALUES (%s, %s, %s)"
+                    " ON CONFLICT DO NOTHING",
+                    (kind, source, mark),
+                )
+
+    def hidden(self, kind: str) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {}
+        rows = self._db.fetch_all("SELECT source, mark FROM search_hidden WHERE kind = %s", (kind,))
+        for row in rows:
+            found.setdefault(row["source"], set()).add(row["mark"])
+        return {source: frozenset(marks) for source, marks in found.items()}
+
     def clear(self, *, requeue_memories: bool = False) -> None:
         """Empty the index (vectors included); optionally queue every active memory again,
         so `sources.catch_up_memories` re-indexes them."""
@@ -368,6 +384,23 @@ class PostgresSearchIndex:
         for row in rows:
             facts.setdefault(int(row["source_message"]), []).append(str(row["content"]))
         return facts
+
+    def superseded_in(self, scope: str, session_id: str) -> dict[int, int]:
+        from lore.backends.memory_writes import current_versions
+
+        rows = self._db.fetch_all(
+            "SELECT id, source_session, source_message, superseded_by, status FROM memories"
+            " WHERE scope = %s AND status IN ('active', 'superseded')",
+            (scope,),
+        )
+        return current_versions(
+            [
+                (int(r["id"]), r["source_session"], r["source_message"], r["superseded_by"],
+                 str(r["status"]))
+                for r in rows
+            ],
+            session_id,
+        )  # fmt: skip
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Stored]:
         if not ids:

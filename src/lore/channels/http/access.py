@@ -93,8 +93,15 @@ class ScopeAccess:
         return memory.to_record()
 
     def forget(self, memory_id: int) -> list[int]:
-        return self.lore.memory.forget(
-            self.scope, memory_id, by=self.client.author, via="api", now=self.lore.clock.now()
+        from lore.core.forgetting import forget_memory
+
+        return forget_memory(
+            self.lore,
+            self.scope,
+            memory_id,
+            by=self.client.author,
+            via="api",
+            now=self.lore.clock.now(),
         )
 
     def history(self, memory_id: int) -> list[dict[str, Any]]:
