@@ -78,7 +78,11 @@ def _turns(home: Path, project: Path, *, write: str, turns: int) -> list[float]:
     times: list[float] = []
     body: dict[str, Any] = {"model": "lore", "stream": True, "project": str(project)}
     headers = {"X-Lore-Session": SCOPE, "X-Lore-Approvals": "stream"}
-    with httpx.Client(base_url=url, cookies={"lore_token": TOKEN}, timeout=60) as page:
+    with httpx.Client(base_url=url, timeout=60) as page:
+        # Logged in as the page is: the log-in cookie, and its CSRF token on every change.
+        home_page = page.post("/login", data={"token": TOKEN}, follow_redirects=True).text
+        csrf = home_page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+        page.headers["X-CSRF-Token"] = csrf
         for n in range(turns):
             body["messages"] = [{"role": "user", "content": f"add item {n}"}]
             started = time.perf_counter()

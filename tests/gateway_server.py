@@ -4,6 +4,7 @@ the test's own event loop (when channels running there share the runtime's bus).
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import threading
 import time
@@ -20,6 +21,8 @@ from lore.channels.http.server import GatewayServer
 from lore.runtime import Runtime
 
 OWNER_TOKEN = "owner-token-for-tests"
+CSRF_HEADER = "X-CSRF-Token"
+_CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
 
 
 @dataclass
@@ -34,6 +37,25 @@ class Gateway:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
+    def page(self, token: str | None = None) -> httpx.Client:
+        """A client logged in to the web page as a browser is: the log-in cookie, no
+        Authorization header, and the page's CSRF token on every request (as htmx and
+        chat.js send it)."""
+        token = self.token if token is None else token
+        with httpx.Client(base_url=self.url, timeout=30) as browser:
+            answer = browser.post("/login", data={"token": token}, follow_redirects=True)
+            headers = {CSRF_HEADER: page_csrf(answer.text)}
+            return httpx.Client(
+                base_url=self.url, cookies=browser.cookies, headers=headers, timeout=30
+            )
+
+
+def page_csrf(html: str) -> str:
+    """The CSRF token a page carries for its own requests."""
+    found = _CSRF.search(html)
+    assert found is not None, "the page carries no CSRF token (not logged in?)"
+    return found.group(1)
+
 
 @contextmanager
 def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gateway]:
@@ -43,7 +65,8 @@ def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gate
     sock.listen(128)
     port = sock.getsockname()[1]
     app = create_app(lore, clients=Clients(token, lore.config))
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # As `lore serve` runs it: only the proxies config trusts may say the request was HTTPS.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", proxy_headers=False)
     server = GatewayServer(config, app.state.gateway.approvals)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -67,7 +90,8 @@ async def gateway_in_loop(lore: Runtime, *, token: str = OWNER_TOKEN) -> AsyncIt
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     app = create_app(lore, clients=Clients(token, lore.config), mcp=False)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", proxy_headers=False)
+    server = uvicorn.Server(config)
     web = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         for _ in range(1000):  # uvicorn says "started" by a flag, not an event

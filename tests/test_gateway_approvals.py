@@ -49,8 +49,8 @@ def gateway(
 
 
 def _page(gateway: Gateway) -> httpx.Client:
-    """The web page's requests: the login cookie, no Authorization header."""
-    return httpx.Client(base_url=gateway.url, cookies={"lore_token": gateway.token}, timeout=30)
+    """The web page's requests: the log-in cookie and CSRF token, no Authorization header."""
+    return gateway.page()
 
 
 def _chat(

@@ -55,7 +55,8 @@ def gateway(
 
 
 def _page(gateway: Gateway) -> httpx.Client:
-    return httpx.Client(base_url=gateway.url, cookies={"lore_token": gateway.token}, timeout=30)
+    """The web page's requests: the log-in cookie and CSRF token, no Authorization header."""
+    return gateway.page()
 
 
 def _send(http: httpx.Client, text: str, project: str | None, scope: str = SCOPE) -> httpx.Response:

@@ -5,6 +5,7 @@ This is the only module that reads `os.environ`; everything else receives a `Con
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -136,6 +137,15 @@ class ApiConfig:
     clients: dict[str, ApiClientConfig] = field(
         default_factory=dict, metadata={"table_of": ApiClientConfig}
     )
+    # Addresses (or networks, "10.0.0.0/8") of reverse proxies whose X-Forwarded-Proto and
+    # X-Forwarded-Host are believed: the web page's cookie is Secure when one says "https".
+    trusted_proxies: tuple[str, ...] = ()
+    login_days: float = 7.0  # how long a log-in to the web page lasts
+
+    @property
+    def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """`trusted_proxies` parsed (check() has refused what is not an address)."""
+        return tuple(ipaddress.ip_network(item, strict=False) for item in self.trusted_proxies)
 
 
 @dataclass(frozen=True)
@@ -253,6 +263,10 @@ class Config:
     @property
     def api_token_path(self) -> Path:
         return self.home / "api_token"
+
+    @property
+    def web_logins_path(self) -> Path:
+        return self.home / "web_logins.json"
 
     @property
     def input_history_path(self) -> Path:
@@ -400,6 +414,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
+    "api.login_days": (0.001, 3650, "between 0.001 and 3650 days"),
 }
 _MIN_CONTEXT_WINDOW = 2048
 
@@ -436,6 +451,14 @@ def check(config: Config) -> None:
             f"(now {config.consolidation.target} and {config.consolidation.threshold})"
         )
     _check_telegram_webhook(config.telegram)
+    for proxy in config.api.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"setting 'api.trusted_proxies' holds {proxy!r}, which is not an IP address "
+                'or network (e.g. "127.0.0.1", "10.0.0.0/8")'
+            ) from None
     if config.channels.reminder_channel not in REMINDER_CHANNELS:
         raise ConfigError(
             f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "

@@ -78,6 +78,10 @@ DESCRIPTIONS: dict[str, str] = {
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",
     "api.clients": "other programs' tokens and scopes, one table each: [api.clients.NAME]",
+    "api.trusted_proxies": 'reverse proxies (addresses or networks, e.g. ["127.0.0.1"]) whose'
+    " X-Forwarded-Proto/-Host are believed: https there makes the login cookie Secure",
+    "api.login_days": "how long a log-in to the web page lasts (`lore serve --logout-all`"
+    " ends every one)",
     "tools.trust": "per tool (read_file, write_file, exec, ...): allow, ask or never",
     "tools.exec_rules": 'per command pattern such as "git status*": allow, ask or never',
     "tools.file_rules": 'per path pattern such as "docs/*", for writes: allow, ask or never',

@@ -19,10 +19,14 @@ log = logging.getLogger(__name__)
 _BLOCK = 64 * 1024
 
 
-def atomic_write(path: Path, content: bytes) -> None:
-    """Replace `path` with `content`: written to a temporary file, fsynced, renamed."""
+def atomic_write(path: Path, content: bytes, *, mode: int = 0o666) -> None:
+    """Replace `path` with `content`: written to a temporary file, fsynced, renamed.
+    `mode` (before the umask) is the new file's: 0o600 for what only the owner may read."""
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    if mode != 0o666:  # a temporary file a crash left may have had looser permissions
+        os.fchmod(fd, mode)
+    with os.fdopen(fd, "wb") as f:
         f.write(content)
         f.flush()
         os.fsync(f.fileno())

@@ -48,6 +48,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--once", action="store_true", help="deliver what is due now, then exit (no HTTP)"
     )
+    parser.add_argument(
+        "--logout-all",
+        action="store_true",
+        help="end every log-in to the web page (a running server included) and exit",
+    )
     parser.set_defaults(func=run)
 
 
@@ -61,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
     lore = load_runtime(args, console_log_level=logging.INFO, **flags)
     if args.show_token:
         print(ensure_token(lore.config))
+        return 0
+    if args.logout_all:
+        from lore.channels.http.logins import log_out_everyone
+        from lore.text import counted
+
+        ended = log_out_everyone(lore.config.web_logins_path)
+        print(f"lore serve: logged out {counted(ended, 'web page log-in')}")
         return 0
     listener = None if args.once else _listen(lore)
     try:
@@ -272,7 +284,10 @@ def _http_server(
         from lore.channels.telegram_webhook import mount_telegram_webhook
 
         mount_telegram_webhook(app, telegram)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", server_header=False)
+    # proxy_headers off: only the proxies config trusts may say a request came over HTTPS.
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", server_header=False, proxy_headers=False
+    )
     shown = f"[{host}]" if ":" in host else host
     print(
         f"lore serve: http://{shown}:{port}/ (web page), /v1 (OpenAI-compatible), /api, "

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from lore import __version__
 from lore.channels.http.auth import Clients, Forbidden, Unauthorized
 from lore.channels.http.context import Gateway, error_response
+from lore.channels.http.headers import SecurityHeaders
 from lore.channels.http.server import STOPPING
 from lore.channels.http.turns import Turns
 from lore.errors import (
@@ -91,6 +92,7 @@ def create_app(
         openapi_url=None,
     )
     app.state.gateway = state
+    app.add_middleware(SecurityHeaders)
     _install_error_handlers(app)
 
     @app.get("/health", tags=["gateway"])

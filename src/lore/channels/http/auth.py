@@ -4,10 +4,13 @@ The owner's token (config `api.token`, else the `api_token` file in LORE_HOME, c
 on first start with mode 0600) opens every scope. Each `[api.clients.NAME]` has its own
 token and a list of scopes: exact keys, or prefixes ending in `*` (`"api:*"`). A request
 for any other scope is refused with the same 403 whether or not the scope exists.
+A log-in to the web page remembers its token only by fingerprint (SHA-256): changing or
+removing a client's token ends its log-ins.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import secrets
@@ -23,6 +26,7 @@ __all__ = [
     "Forbidden",
     "Unauthorized",
     "ensure_token",
+    "fingerprint",
     "is_loopback",
     "read_token",
 ]
@@ -91,6 +95,13 @@ class Clients:
                 raise ConfigError(f"api.clients.{name} uses the owner's token")
             self._tokens.append((client.token.encode(), Client(name, client.scopes, name)))
 
+    def by_fingerprint(self, found: str) -> Client:
+        """The client whose token has this fingerprint (a web page log-in's)."""
+        for known, client in self._tokens:
+            if hmac.compare_digest(fingerprint(known.decode()), found):
+                return client
+        raise Unauthorized("that log-in's token is no longer valid: log in again")
+
     def identify(self, token: str | None) -> Client:
         if token:
             given = token.encode()
@@ -101,6 +112,11 @@ class Clients:
             if found is not None:
                 return found
         raise Unauthorized("a valid token is required (Authorization: Bearer TOKEN)")
+
+
+def fingerprint(token: str) -> str:
+    """What a log-in keeps of the token it was opened with: enough to tell it, not to use it."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def read_token(config: Config) -> str:

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from lore.channels.http.approvals import Desk
-from lore.channels.http.auth import Client, Clients
+from lore.channels.http.auth import Client, Clients, Unauthorized
+from lore.channels.http.logins import Login, Logins
+from lore.channels.http.origin import SAFE_METHODS, check_from_page
 from lore.channels.http.turns import Turns
 
 if TYPE_CHECKING:
     from lore.runtime import Runtime
 
-__all__ = ["COOKIE", "Gateway", "caller", "error_response", "gateway"]
+__all__ = ["COOKIE", "Gateway", "caller", "error_response", "gateway", "page_login"]
 
-COOKIE = "lore_token"
+COOKIE = "lore_login"  # a log-in's id (see logins.py), never a token
 
 
 @dataclass
@@ -32,6 +35,11 @@ class Gateway:
     running: set[asyncio.Task[None]] = field(default_factory=set)
     # Tools waiting for the owner's Approve / Deny on the web page.
     approvals: Desk = field(default_factory=Desk)
+    logins: Logins = field(init=False)
+
+    def __post_init__(self) -> None:
+        config = self.lore.config
+        self.logins = Logins(config.web_logins_path, timedelta(days=config.api.login_days))
 
 
 def gateway(request: Request) -> Gateway:
@@ -39,13 +47,26 @@ def gateway(request: Request) -> Gateway:
     return found
 
 
-def caller(request: Request) -> Client:
-    """The client behind this request's bearer token (or the page's login cookie)."""
+async def caller(request: Request) -> Client:
+    """The client behind this request's bearer token, or the page's log-in cookie; a
+    change asked with the cookie must also come from the page itself (origin.py)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        token = request.cookies.get(COOKIE, "")
-    return gateway(request).clients.identify(token.strip())
+    state = gateway(request)
+    if scheme.lower() == "bearer" and token.strip():
+        return state.clients.identify(token.strip())
+    login = page_login(request)
+    if login is None:
+        raise Unauthorized("a valid token is required (Authorization: Bearer TOKEN)")
+    if request.method not in SAFE_METHODS:
+        await check_from_page(request, login, state.lore.config.api)
+    return state.clients.by_fingerprint(login.fingerprint)
+
+
+def page_login(request: Request) -> Login | None:
+    """The open log-in behind this request's cookie, if any."""
+    state = gateway(request)
+    return state.logins.find(request.cookies.get(COOKIE, ""), state.lore.clock.now())
 
 
 def error_response(

@@ -1,13 +1,15 @@
 """The web page: see and fix what Lore remembers, with no build step.
 
 Server-rendered Jinja2 and a vendored htmx (static/htmx.min.js, 2.0.11, 0BSD). Log in
-with the token (kept in an HttpOnly, SameSite=Strict cookie); pick a conversation; read
-its memory block exactly as the model sees it; search, add, edit and forget memories
-(with each one's history and the message it came from); set and cancel reminders; read
-sessions and follow a summary to its transcript; chat, with the reply streamed from the
-OpenAI-compatible endpoint, in a project folder picked from `[tools] projects`, with
-Approve / Deny buttons when a tool asks first. Fragments answer htmx requests; a refused
-input is shown in place, never as a raw error.
+with a token: that opens a log-in on the server, whose random id is the HttpOnly,
+SameSite=Strict cookie (the token never is), and whose CSRF token every change the page
+asks for carries (origin.py); no inline script, so the page's CSP allows none. Pick a
+conversation; read its memory block exactly as the model sees it; search, add, edit and
+forget memories (with each one's history and the message it came from); set and cancel
+reminders; read sessions and follow a summary to its transcript; chat, with the reply
+streamed from the OpenAI-compatible endpoint, in a project folder picked from
+`[tools] projects`, with Approve / Deny buttons when a tool asks first. Fragments answer
+htmx requests; a refused input is shown in place, never as a raw error.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from lore.channels.http.access import ScopeAccess, known_scopes
-from lore.channels.http.auth import Client, Forbidden, Unauthorized
-from lore.channels.http.context import COOKIE, caller, gateway
+from lore.channels.http.auth import Client, Forbidden, Unauthorized, fingerprint
+from lore.channels.http.context import COOKIE, caller, gateway, page_login
+from lore.channels.http.origin import check_from_page, check_same_origin, is_https
 from lore.core.approval import Approval
 from lore.errors import InvalidInputError, LoreError
 
@@ -42,9 +45,9 @@ def mount_static(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
 
 
-def _viewer(request: Request) -> Client | None:
+async def _viewer(request: Request) -> Client | None:
     try:
-        return caller(request)
+        return await caller(request)
     except Unauthorized:
         return None
 
@@ -60,6 +63,8 @@ def _access(request: Request, client: Client, scope: str | None) -> ScopeAccess:
 def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     zone = gateway(request).lore.zone
     context.setdefault("local", lambda stamp: _local(stamp, zone))
+    login = page_login(request)
+    context.setdefault("csrf", login.csrf if login is not None else "")
     return templates.TemplateResponse(request, name, context, status_code=status)
 
 
@@ -119,17 +124,33 @@ def _projects_context(request: Request, viewer: Client, scope: str) -> dict[str,
 
 @router.post("/login")
 async def login(request: Request, token: Annotated[str, Form()] = "") -> Response:
+    state = gateway(request)
+    check_same_origin(request, state.lore.config.api)  # nobody logs the owner in elsewhere
     try:
-        gateway(request).clients.identify(token.strip())
+        state.clients.identify(token.strip())
     except Unauthorized:
         return _render(request, "login.html", 401, error="That token is not valid.")
+    opened = state.logins.open(fingerprint(token.strip()), state.lore.clock.now())
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/")
+    response.set_cookie(
+        COOKIE,
+        opened.id,
+        max_age=int(state.logins.lifetime.total_seconds()),
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request, state.lore.config.api),
+        path="/",
+    )
     return response
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    state = gateway(request)
+    login = page_login(request)
+    if login is not None:
+        await check_from_page(request, login, state.lore.config.api)
+        state.logins.close(login.id)
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response

@@ -10,6 +10,8 @@
   const project = document.getElementById("chat-project");
   if (!form) return;
   const questions = new Map();
+  // Every change the page asks for carries its log-in's CSRF token.
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
 
   function settle(id, text, outcome) {
     const box = questions.get(id);
@@ -28,7 +30,7 @@
     const response = await fetch("/ui/approvals/" + encodeURIComponent(id), {
       method: "POST",
       credentials: "same-origin",
-      headers: {"Content-Type": "application/x-www-form-urlencoded"},
+      headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": csrf},
       body: "decision=" + decision,
     }).catch(function () { return null; });
     const body = response ? await response.json().catch(() => ({})) : {};
@@ -106,6 +108,7 @@
         credentials: "same-origin",
         headers: {
           "Content-Type": "application/json",
+          "X-CSRF-Token": csrf,
           "X-Lore-Session": form.dataset.scope,
           "X-Lore-Approvals": "stream",
         },
