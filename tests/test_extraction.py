@@ -328,3 +328,34 @@ async def test_the_log_never_quotes_what_the_user_said(
     log_text = (home / "lore.log").read_text(encoding="utf-8")
     assert "extraction" in log_text
     assert "синяя лошадь" not in log_text and "马在跑" not in log_text
+
+
+def _search_texts(lore: Runtime, query: str) -> list[str]:
+    from lore.search import searcher
+
+    hits = searcher(lore).search(query, "cli:default", embed_first=256)
+    return [hit.entry.display for hit in hits]
+
+
+@pytest.mark.parametrize(
+    "said,fact,word,asked",
+    [
+        ("I love jazz", "John loves jazz music", "jazz", "forget the jazz"),
+        ("我喜欢爵士乐", "John 喜欢爵士乐", "爵士", "忘掉爵士乐那条"),
+        ("я люблю джаз", "Джон любит джаз", "джаз", "забудь про джаз"),
+    ],
+    ids=["en", "zh", "ru"],
+)
+async def test_a_memory_extraction_deletes_is_not_restated_by_search(
+    lore: Runtime, model: ScriptedProvider, said: str, fact: str, word: str, asked: str
+) -> None:
+    script = Script(model)
+    await _turn(lore, script, said, json.dumps([{"op": "add", "content": fact}]))
+    [memory] = lore.memory.active("cli:default", now=lore.clock.now())
+    assert any(word in text for text in _search_texts(lore, word))
+
+    await _turn(lore, script, asked, json.dumps([{"op": "delete", "id": memory.id}]))
+    assert lore.memory.active("cli:default", now=lore.clock.now()) == []
+    assert not [t for t in _search_texts(lore, word) if word in t.casefold()]
+    said_here = [m.get("content") for m in lore.session("cli:default").messages]
+    assert said in said_here and asked in said_here  # the transcript keeps what was said

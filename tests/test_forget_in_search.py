@@ -199,3 +199,20 @@ async def test_a_transcript_hit_stating_a_superseded_value_ranks_below_it_and_sa
     assert (
         hits[[h.entry.kind for h in hits].index("message")].to_dict()["superseded_by"] == current.id
     )
+
+
+async def test_lore_memory_forget_all_leaves_nothing_for_search_to_restate(
+    lore: Runtime, model: ScriptedProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if lore.config.database_url:
+        pytest.skip("the command line opens the home's own config, on SQLite here")
+    for case in CASES:
+        model.tool_call("remember", {"content": case.fact})
+        model.reply("Noted.")
+        await _say(lore, case.said)
+    assert "jazz" in _cli_hits(capsys, "jazz")
+    await lore.aclose()
+
+    assert main(["memory", "forget", "--all"]) == 0
+    for case in CASES:
+        assert case.word not in _cli_hits(capsys, case.word).casefold()

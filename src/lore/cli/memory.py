@@ -201,14 +201,20 @@ def _forget_all(args: argparse.Namespace) -> int:
     """Every memory of one scope, expired ones too, with their versions and audit text."""
     import json
 
+    from lore.core.forgetting import forget_memory
+    from lore.errors import NotFoundError
+
     with runtime(args) as lore:
         now = lore.clock.now()
         ids = [int(json.loads(line)["id"]) for line in lore.memory.export(args.session)]
-        with lore.memory.batch():
-            for memory_id in ids:
-                lore.memory.forget(
-                    args.session, memory_id, by=lore.config.user_name, via="cli", now=now
+        for memory_id in ids:
+            # One at a time, as every surface forgets, so search drops what restated each.
+            try:
+                forget_memory(
+                    lore, args.session, memory_id, by=lore.config.user_name, via="cli", now=now
                 )
+            except NotFoundError:  # an older version, erased with the one that replaced it
+                continue
     if args.json:
         print_json({"forgotten": ids})
     else:

@@ -19,6 +19,8 @@ from lore.llm.base import ChatRequest, Provider, complete
 from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, MemoryStore, Source
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.turn import CompletedTurn
@@ -110,17 +112,30 @@ class Op:
     keywords: tuple[str, ...] = ()
 
 
-async def extract_after_turn(lore: ExtractionServices, turn: CompletedTurn, emit: Emit) -> None:
-    """The after-turn hook: extraction for the turn just persisted, notices to the user."""
+async def extract_after_turn(
+    lore: ExtractionServices,
+    turn: CompletedTurn,
+    emit: Emit,
+    *,
+    forget: Callable[[int], object] | None = None,
+) -> None:
+    """The after-turn hook: extraction for the turn just persisted, notices to the user;
+    `forget` erases a memory of the turn's scope as every surface does."""
     provider = _extraction_provider(lore)
     if provider is None:
         return
-    notices = await extract(lore, provider, turn)
+    notices = await extract(lore, provider, turn, forget=forget)
     for text in notices:
         emit(Notice(text))
 
 
-async def extract(lore: ExtractionServices, provider: Provider, turn: CompletedTurn) -> list[str]:
+async def extract(
+    lore: ExtractionServices,
+    provider: Provider,
+    turn: CompletedTurn,
+    *,
+    forget: Callable[[int], object] | None = None,
+) -> list[str]:
     """Run extraction for one turn (retried once); returns the notices for the user."""
     now = lore.clock.now()
     candidates = candidate_memories(lore, turn.scope, turn.user_text)
@@ -137,7 +152,13 @@ async def extract(lore: ExtractionServices, provider: Provider, turn: CompletedT
             ops = parse_ops(completion.text, {m.id for m in candidates})
             source = Source(turn.session_id, turn.user_index)
             return apply_ops(
-                lore.memory, turn.scope, ops, author=turn.author, source=source, now=now
+                lore.memory,
+                turn.scope,
+                ops,
+                author=turn.author,
+                source=source,
+                now=now,
+                forget=forget,
             )
         except LoreError as exc:
             last_error = exc
@@ -257,10 +278,30 @@ def _keywords(value: Any, number: int) -> tuple[str, ...]:
 
 
 def apply_ops(
-    store: MemoryStore, scope: str, ops: list[Op], *, author: str, source: Source, now: Any
+    store: MemoryStore,
+    scope: str,
+    ops: list[Op],
+    *,
+    author: str,
+    source: Source,
+    now: Any,
+    forget: Callable[[int], object] | None = None,
 ) -> list[str]:
-    """Apply validated ops in one transaction. Oversize or secret content is dropped."""
+    """Apply validated ops in one transaction. Oversize or secret content is dropped.
+
+    With `forget` (the way every surface forgets, so search drops what restated the
+    memory), deletes go through it first, each its own transaction, and the rest follow
+    in one."""
     notices: list[str] = []
+    if forget is not None:
+        for op in ops:
+            if op.op == "delete" and op.id is not None:
+                try:
+                    forget(op.id)
+                    notices.append(f"forgot #{op.id}")
+                except NotFoundError as exc:
+                    log.warning("extraction dropped a delete for %s: %s", scope, exc)
+        ops = [op for op in ops if op.op != "delete"]
     with store.batch():
         for op in ops:
             try:

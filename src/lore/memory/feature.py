@@ -46,7 +46,20 @@ def memory_feature(lore: Services) -> Feature:
         from lore.memory.extraction import extract_after_turn
 
         async def extraction(turn: CompletedTurn, emit: Emit) -> None:
-            await extract_after_turn(lore, turn, emit)
+            from lore.core.forgetting import forget_memory
+
+            def forget(memory_id: int) -> object:
+                return forget_memory(
+                    lore,
+                    turn.scope,
+                    memory_id,
+                    by=turn.author,
+                    via="extraction",
+                    now=lore.clock.now(),
+                    turn=(turn.session_id, turn.user_index),
+                )
+
+            await extract_after_turn(lore, turn, emit, forget=forget)
 
         after.append(extraction)
     after.append(consolidation)
