@@ -9,7 +9,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lore.channels.http.context import COOKIE
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
@@ -88,11 +87,11 @@ async def test_each_reply_in_the_web_transcript_links_to_its_why(
     gateway: Gateway, model: ScriptedProvider
 ) -> None:
     memory_id = await _a_reply_resting_on(gateway, model, "爱丽丝喝乌龙茶")
-    async with httpx.AsyncClient(base_url=gateway.url, cookies={COOKIE: gateway.token}) as web:
-        page = await web.get("/ui/sessions/live", params={"scope": SCOPE})
+    with gateway.page() as web:
+        page = web.get("/ui/sessions/live", params={"scope": SCOPE})
         assert page.status_code == 200
         link = f"/ui/sessions/{gateway.lore.session(SCOPE).meta.session_id}/messages/1/why"
         assert f'href="{link}?scope=api%3Aalice"' in page.text
         assert page.text.count('class="why"') == 1  # the reply, not the question
-        why = await web.get(link, params={"scope": SCOPE})
+        why = web.get(link, params={"scope": SCOPE})
         assert why.status_code == 200 and f"#{memory_id} 爱丽丝喝乌龙茶" in why.text

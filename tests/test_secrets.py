@@ -216,6 +216,9 @@ ORDINARY = [
     "поезд 7:15 / 8:30 каждый день",
     "токен лежит в 1Password",
     "ключ от дачи у соседки",
+    # list words in a row that repeat, as prose and notes do (a drawn phrase seldom does)
+    "pool train song coast dinner pool dinner coast garden swim dinner coast mom book"
+    " coast mom mom 15",
 ]
 
 

@@ -307,7 +307,8 @@ def _recovery_phrase(text: str) -> str | None:
             if len(run) < length:
                 continue
             if named or any(
-                _checksum_ok(run[i : i + length], words) for i in range(len(run) - length + 1)
+                _looks_drawn(run[i : i + length]) and _checksum_ok(run[i : i + length], words)
+                for i in range(len(run) - length + 1)
             ):
                 return PHRASE
     return None
@@ -331,6 +332,15 @@ def _word_runs(text: str, words: dict[str, int]) -> list[list[str]]:
     if len(run) >= _PHRASE_LENGTHS[-1]:
         runs.append(run)
     return runs
+
+
+def _looks_drawn(phrase: list[str]) -> bool:
+    """Words drawn at random from 2,048 repeat seldom; a text that repeats words is prose.
+
+    The checksum alone is four to eight bits, so over the windows of a long run of list
+    words it would pass by chance; a phrase may repeat one word, not more.
+    """
+    return len(set(phrase)) >= len(phrase) - 1
 
 
 def _checksum_ok(phrase: list[str], words: dict[str, int]) -> bool:

@@ -111,7 +111,7 @@ def test_embedding_makes_an_entry_searchable_by_meaning(index: Any) -> None:
     index.put(
         [
             message("I drink an americano every morning", locator=0),
-            message("The quarterly tax report is due in April", locator=1),
+            message("The quarterly tax report is due in April", source="s3"),
         ]
     )
     assert index.embed_pending() == 2
@@ -245,12 +245,12 @@ def test_the_hybrid_ranking_finds_by_words_and_by_meaning(index: Any) -> None:
     index.put(
         [
             message("I drink an americano every morning", locator=0),
-            message("The quarterly tax report is due in April", locator=1),
+            message("The quarterly tax report is due in April", source="s3"),
             message("我每天早上喝美式咖啡", locator=2, source="s2"),
         ]
     )
     index.embed_pending()
-    by_meaning = hybrid.search(index, "coffee habits", ["cli:a"], now=NOW, limit=2)
+    by_meaning = hybrid.search(index, "morning coffee", ["cli:a"], now=NOW, limit=2)
     assert {hit.entry.text for hit in by_meaning} == {
         "I drink an americano every morning",
         "我每天早上喝美式咖啡",
