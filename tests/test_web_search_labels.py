@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
+from lore.ports.memories import Source
 from lore.runtime import Runtime
 from lore.search import searcher
 from tests.gateway_server import running_gateway
@@ -58,3 +61,42 @@ def test_a_message_hit_is_labelled_with_its_conversation_and_links_to_it(
     assert f"conversation 2026-11-30 (session {session_id[:8]})" in html
     assert f'href="/ui/sessions/{session_id}?scope=cli%3Adefault"' in html
     assert "message_index" not in html
+
+
+@pytest.mark.parametrize(
+    "said,old,new,word",
+    [
+        ("I live in Hualien", "User lives in Hualien", "User lives in Taipei", "Hualien"),
+        ("我住在花莲", "用户住在花莲", "用户住在台北", "花莲"),
+        (
+            "я живу в Хуаляне",
+            "Пользователь живёт в Хуаляне",
+            "Пользователь живёт в Тайбэе",
+            "Хуаляне",
+        ),
+    ],
+    ids=["en", "zh", "ru"],
+)
+def test_a_message_stating_a_superseded_value_is_labelled_with_the_current_memory(
+    lore: Runtime, said: str, old: str, new: str, word: str
+) -> None:
+    session = lore.session(HOME)
+    session.append(
+        [
+            {"role": "user", "content": said, "timestamp": NOW.isoformat()},
+            {"role": "assistant", "content": "OK.", "timestamp": NOW.isoformat()},
+        ]
+    )
+    first, _ = lore.memory.remember(
+        HOME, old, author="john", via="tool", now=NOW, source=Source(session.meta.session_id, 0)
+    )
+    current = lore.memory.supersede(HOME, first.id, new, author="john", via="tool", now=NOW)
+    searcher(lore).index_live(HOME)
+
+    html = _search_page(lore, word)
+
+    label = (
+        f'superseded by <a href="/ui/memories/{current.id}?scope=cli%3Adefault">#{current.id}</a>'
+    )
+    assert label in html
+    assert "conversation 2026-11-30" in html  # the message keeps its date
