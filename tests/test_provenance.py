@@ -81,6 +81,20 @@ async def test_a_reply_records_the_files_it_read_and_the_files_injected(
     assert "USER.md" in _last_reply(lore)["why"]["files"]
 
 
+async def test_a_reply_records_the_files_whose_lines_grep_showed(
+    lore: Runtime, model: ScriptedProvider, tmp_path: Path
+) -> None:
+    project = tmp_path / "shop"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "价格.md").write_text("乌龙茶 120 元\n", encoding="utf-8")
+    (project / "notes.txt").write_text("Улун по пятницам\n", encoding="utf-8")
+    (project / "other.txt").write_text("nothing here\n", encoding="utf-8")
+    model.tool_call("grep", {"pattern": "乌龙茶|Улун"}).reply("120 元.")
+    await _send(lore, "how much is the oolong?", project=project)
+    files = _last_reply(lore)["why"]["files"]
+    assert sorted(files) == ["docs/价格.md", "notes.txt"]
+
+
 async def test_why_shows_the_last_reply_or_message_n_with_current_texts(
     lore: Runtime, model: ScriptedProvider
 ) -> None:

@@ -49,6 +49,8 @@ _CHILD = textwrap.dedent(
     async def main():
         lore = build(load_config(flags={"home": sys.argv[1], "model": "scripted",
                                         "extraction.enabled": False}), provider=Hanging())
+        lore.memory.remember("cli:default", "John is learning Japanese", author="john",
+                             via="cli", now=lore.clock.now())
         await lore.conversation("cli:default", emit=show).send("What is the capital of Japan?")
 
     asyncio.run(main())
@@ -79,6 +81,7 @@ def test_a_reply_the_user_saw_survives_the_process_being_killed(
     assert user["role"] == "user" and user["content"] == "What is the capital of Japan?"
     assert reply["role"] == "assistant" and reply["content"] == "The capital of Japan is Tokyo."
     assert reply["interrupted"] is True
+    assert reply["why"] == {"memories": [1]}  # what it rested on survives with it
     # Recovered once: opening the session again adds nothing.
     assert len(lore.session("cli:default").messages) == 2
 

@@ -150,7 +150,7 @@ from lore.backends.postgres.backend import PostgresBackend
 pg = PostgresBackend(sys.argv[1])
 session = pg.sessions.live("telegram:42")
 session.append([{"role": "user", "content": "讲个故事", "timestamp": "2026-11-30T09:00:00+00:00"}])
-draft = session.draft(0).__enter__()
+draft = session.draft(0, why=lambda: {"memories": [7], "files": ["故事.md"]}).__enter__()
 draft.write("从前有座山，")
 draft.write("山里有座庙")
 print("ready", flush=True)
@@ -178,6 +178,7 @@ def test_a_reply_streaming_when_its_worker_is_killed_is_kept_as_interrupted(
             "content": "从前有座山，山里有座庙",
             "timestamp": "2026-11-30T09:00:00+00:00",
             "interrupted": True,
+            "why": {"memories": [7], "files": ["故事.md"]},  # what it rested on, kept too
         }
         assert len(PostgresBackend(postgres_url).sessions.live(SCOPE).messages) == 2  # once
     finally:

@@ -114,7 +114,7 @@ class TurnRunner:
         sent: list[Message] = []  # the history the request carried
         system = ""
         fixed = 0
-        with session.draft(index) as draft:
+        with session.draft(index, why=ctx.provenance.to_dict) as draft:
 
             def show(event: Event) -> None:
                 if isinstance(event, TextDelta):

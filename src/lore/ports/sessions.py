@@ -125,9 +125,12 @@ class LiveSession(Protocol):
         """Set flags on message `index` (cancelled, unanswered), append-only; every
         reader sees them merged into the message. An index past the end is ignored."""
 
-    def draft(self, index: int) -> AbstractContextManager[Draft]:
+    def draft(
+        self, index: int, why: Callable[[], dict[str, Any]] | None = None
+    ) -> AbstractContextManager[Draft]:
         """Where the reply being streamed for message `index` goes as it is shown; a crash
-        leaves it for the next process to keep as an `interrupted` reply."""
+        leaves it for the next process to keep as an `interrupted` reply, with the `why`
+        record (lore.core.provenance) the turn had when its first text was shown."""
 
     def update_meta(self, **changes: Any) -> None:
         """Set metadata fields; `extra` is merged into the existing extra, not replaced."""

@@ -149,10 +149,12 @@ class GrepTool:
         matches = await asyncio.to_thread(_grep, place, start, regex, path_filter)
         if not matches:
             return f"No match for {text!r}."
+        for path, _ in matches[:_MAX_MATCHES]:
+            ctx.provenance.read(path)  # the reply may rest on a line shown from it
         more = (
             "\n… more matches not shown; narrow the search" if len(matches) > _MAX_MATCHES else ""
         )
-        return self.bench.cap("\n".join(matches[:_MAX_MATCHES]) + more)
+        return self.bench.cap("\n".join(line for _, line in matches[:_MAX_MATCHES]) + more)
 
 
 def _grep(
@@ -160,8 +162,9 @@ def _grep(
     start: Located,
     regex: re.Pattern[str],
     path_filter: re.Pattern[str] | None,
-) -> list[str]:
-    matches: list[str] = []
+) -> list[tuple[str, str]]:
+    """(path, "path:line: text") of each matching line, one past the most shown."""
+    matches: list[tuple[str, str]] = []
     for path, read in _walk(place, start):
         if path_filter is not None and not path_filter.match(str(path)):
             continue
@@ -170,7 +173,7 @@ def _grep(
             continue
         for number, line in enumerate(text.splitlines(), 1):
             if regex.search(line):
-                matches.append(f"{path}:{number}: {line.strip()[:300]}")
+                matches.append((str(path), f"{path}:{number}: {line.strip()[:300]}"))
                 if len(matches) > _MAX_MATCHES:
                     return matches
     return matches

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -93,7 +93,9 @@ class FakeLiveSession:
             self.refresh()
 
     @contextmanager
-    def draft(self, index: int) -> Iterator[FakeDraft]:
+    def draft(
+        self, index: int, why: Callable[[], dict[str, Any]] | None = None
+    ) -> Iterator[FakeDraft]:
         yield FakeDraft()  # nothing outlives this process, so nothing to recover
 
     def update_meta(self, **changes: Any) -> None:

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -45,9 +45,9 @@ class Draft:
     writes still reach the file; only a power cut can lose the last chunks). The file is
     created, and locked, with the first chunk: a turn that streams no text makes none."""
 
-    def __init__(self, path: Path, header: bytes) -> None:
+    def __init__(self, path: Path, header: Callable[[], bytes]) -> None:
         self._path = path
-        self._header = header
+        self._header = header  # made with the first chunk: what the turn knew by then
         self._fd: int | None = None
         self._parts: list[str] = []
 
@@ -68,7 +68,7 @@ class Draft:
             self._fd = -1
             return
         os.ftruncate(fd, 0)
-        os.write(fd, self._header + "".join(self._parts[:-1]).encode("utf-8", "replace"))
+        os.write(fd, self._header() + "".join(self._parts[:-1]).encode("utf-8", "replace"))
         self._fd = fd
 
     def close(self) -> None:
@@ -224,13 +224,20 @@ class LiveSession:
         self._append_lines([{"_type": "mark", "index": index, "flags": flags}], touch=False)
 
     @contextmanager
-    def draft(self, index: int) -> Iterator[Draft]:
+    def draft(self, index: int, why: Callable[[], dict[str, Any]] | None = None) -> Iterator[Draft]:
         """A file the reply being streamed for message `index` goes to, chunk by chunk,
         before the channel shows it. Gone when the turn ends; a process killed mid-reply
         leaves it, and the next process to open the session turns it into an assistant
         message marked `interrupted`."""
-        header = {"index": index, "session_id": self.meta.session_id}
-        draft = Draft(self._draft_path, json.dumps(header).encode("utf-8") + b"\n")
+        session_id = self.meta.session_id
+
+        def header() -> bytes:
+            data: dict[str, Any] = {"index": index, "session_id": session_id}
+            if why is not None and (record := why()):
+                data["why"] = record
+            return json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
+
+        draft = Draft(self._draft_path, header)
         try:
             yield draft
         finally:
@@ -258,23 +265,23 @@ class LiveSession:
                 header = json.loads(head)
                 index = int(header["index"])
                 same = header.get("session_id") == self.meta.session_id
+                why = header.get("why")
             except (ValueError, KeyError, TypeError):
-                same, index = False, -1
+                same, index, why = False, -1, None
             text = body.decode("utf-8", errors="replace")
             unanswered = same and index == len(self.messages) - 1
             if unanswered and text.strip():
                 timestamp = self.messages[index].get("timestamp", utc_now_iso())
                 log.warning("%s: kept a reply interrupted by a crash", self.path.name)
-                self.append(
-                    [
-                        {
-                            "role": "assistant",
-                            "content": text,
-                            "timestamp": timestamp,
-                            "interrupted": True,
-                        }
-                    ]
-                )
+                reply: Message = {
+                    "role": "assistant",
+                    "content": text,
+                    "timestamp": timestamp,
+                    "interrupted": True,
+                }
+                if isinstance(why, dict) and why:
+                    reply["why"] = why
+                self.append([reply])
             path.unlink(missing_ok=True)
 
     def _apply_mark(self, data: dict[str, Any]) -> None:

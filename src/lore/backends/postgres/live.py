@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -46,9 +46,15 @@ class PostgresDraft:
     a killed worker's chunks are on the server already; only the server's own crash can
     lose the last few. The row is made, and claimed, with the first chunk."""
 
-    def __init__(self, session: PostgresLiveSession, index: int) -> None:
+    def __init__(
+        self,
+        session: PostgresLiveSession,
+        index: int,
+        why: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self._session = session
         self._index = index
+        self._why = why
         self._parts: list[str] = []
         self._claim = ExitStack()
         self._writing: bool | None = None  # None until the first chunk
@@ -58,7 +64,8 @@ class PostgresDraft:
         if self._writing is None:
             self._writing = self._claim.enter_context(self._session.hold_draft())
             if self._writing:
-                self._session.start_draft(self._index, self.text)
+                why = self._why() if self._why is not None else None
+                self._session.start_draft(self._index, self.text, why or None)
             return
         if self._writing:
             self._session.extend_draft(text)
@@ -253,8 +260,10 @@ class PostgresLiveSession:
     # -- the reply being streamed ----------------------------------------------------
 
     @contextmanager
-    def draft(self, index: int) -> Iterator[PostgresDraft]:
-        draft = PostgresDraft(self, index)
+    def draft(
+        self, index: int, why: Callable[[], dict[str, Any]] | None = None
+    ) -> Iterator[PostgresDraft]:
+        draft = PostgresDraft(self, index, why)
         try:
             yield draft
         finally:
@@ -264,14 +273,15 @@ class PostgresLiveSession:
         """The claim on this conversation's draft: False while another turn streams."""
         return self._locks.hold(f"draft:{self.key}", wait=False)
 
-    def start_draft(self, index: int, text: str) -> None:
+    def start_draft(self, index: int, text: str, why: dict[str, Any] | None = None) -> None:
         with self._db.atomic() as conn:
             conn.execute("SET LOCAL synchronous_commit = off")
             conn.execute(
-                "INSERT INTO session_drafts (key, session_id, index, text) VALUES (%s, %s, %s, %s)"
+                "INSERT INTO session_drafts (key, session_id, index, text, why)"
+                " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id,"
-                " index = excluded.index, text = excluded.text",
-                (self.key, self.meta.session_id, index, text),
+                " index = excluded.index, text = excluded.text, why = excluded.why",
+                (self.key, self.meta.session_id, index, text, None if why is None else Jsonb(why)),
             )
 
     def extend_draft(self, text: str) -> None:
@@ -299,8 +309,11 @@ class PostgresLiveSession:
             if same and index == len(self.messages) - 1 and text.strip():
                 timestamp = self.messages[index].get("timestamp", _now())
                 log.warning("%s: kept a reply interrupted by a crash", self.key)
-                reply = {"role": "assistant", "content": text, "timestamp": timestamp}
-                self.append([{**reply, "interrupted": True}])
+                reply: Message = {"role": "assistant", "content": text, "timestamp": timestamp}
+                reply["interrupted"] = True
+                if isinstance(row.get("why"), dict) and row["why"]:
+                    reply["why"] = row["why"]
+                self.append([reply])
             self.drop_draft()
 
 
