@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -133,6 +134,12 @@ async def test_killed_after_writing_the_session_line_it_is_not_written_twice(
     assert sorted(_session_reminders(home)) == [1, 2]  # still one line each
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def test_a_reminder_shows_up_in_a_running_chat_once_while_serve_runs(tmp_path: Path) -> None:
     """`lore remind add` in one shell, `lore chat` in another, `lore serve` in a third."""
     import pty
@@ -151,7 +158,11 @@ def test_a_reminder_shows_up_in_a_running_chat_once_while_serve_runs(tmp_path: P
     }
     lore_cmd = [sys.executable, "-m", "lore"]
     serve = subprocess.Popen(
-        [*lore_cmd, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*lore_cmd, "serve", "--port", str(_free_port())],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     pid, fd = pty.fork()
     if pid == 0:  # the chat, in a real terminal
@@ -174,9 +185,9 @@ def test_a_reminder_shows_up_in_a_running_chat_once_while_serve_runs(tmp_path: P
             return False
 
         assert read_until(b"/help for commands"), screen
-        due = (datetime.now(UTC) + timedelta(seconds=2)).isoformat(timespec="seconds")
+        # Relative, so it is still ahead when a busy machine starts the command late.
         subprocess.run(
-            [*lore_cmd, "remind", "add", "stretch your legs", "--when", due],
+            [*lore_cmd, "remind", "add", "stretch your legs", "--when", "in 2 seconds"],
             env=env,
             check=True,
             capture_output=True,
