@@ -185,6 +185,58 @@ def test_a_reply_streaming_when_its_worker_is_killed_is_kept_as_interrupted(
         after.close()
 
 
+def test_a_draft_read_as_its_turn_ends_is_not_kept_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a conversation while its reply is being stored: the draft row read a
+    moment before the turn appended its reply and dropped the row is not kept as an
+    interrupted second reply (the claim is taken before the row is read)."""
+    from lore.backends.postgres.database import PostgresDatabase
+    from lore.backends.postgres.live import PostgresLiveSession
+
+    pg = PostgresBackend(postgres_url)
+    try:
+        turn = pg.sessions.live(SCOPE)
+        turn.append(
+            [{"role": "user", "content": "讲个故事", "timestamp": "2026-11-30T09:00:00+00:00"}]
+        )
+        streaming = turn.draft(0)
+        streaming.__enter__().write("从前有座山")
+        reply = {
+            "role": "assistant",
+            "content": "从前有座山",
+            "timestamp": "2026-11-30T09:00:01+00:00",
+        }
+        ended = False
+
+        def end_the_turn() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                turn.append([reply])
+                streaming.__exit__(None, None, None)
+
+        read = PostgresDatabase.fetch_one
+
+        def read_then_the_turn_ends(self: PostgresDatabase, sql: str, *args: object) -> object:
+            row = read(self, sql, *args)  # type: ignore[arg-type]
+            if "session_drafts" in sql:
+                end_the_turn()  # between reading the row and claiming the draft
+            return row
+
+        monkeypatch.setattr(PostgresDatabase, "fetch_one", read_then_the_turn_ends)
+        PostgresLiveSession(pg.db, pg.sessions.locks, SCOPE)
+        end_the_turn()
+        monkeypatch.undo()
+        again = PostgresBackend(postgres_url)
+        try:
+            assert [m["role"] for m in again.sessions.live(SCOPE).messages] == ["user", "assistant"]
+        finally:
+            again.close()
+    finally:
+        pg.close()
+
+
 _MID_TURN = """
 import asyncio, sys, time
 from lore.backends.postgres.backend import PostgresBackend

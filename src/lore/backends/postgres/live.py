@@ -296,13 +296,20 @@ class PostgresLiveSession:
             conn.execute("DELETE FROM session_drafts WHERE key = %s", (self.key,))
 
     def _recover_draft(self) -> None:
-        """A reply a killed worker was streaming: keep what the user saw of it."""
-        row = self._db.fetch_one("SELECT * FROM session_drafts WHERE key = %s", (self.key,))
-        if row is None:
-            return
+        """A reply a killed worker was streaming: keep what the user saw of it.
+
+        The claim comes first, then the row and the transcript are read: a turn holds its
+        claim until its reply is stored and its row gone, so a row read before the claim
+        may belong to a turn that has just ended, and would be kept a second time."""
+        if not self._db.fetch_one("SELECT 1 FROM session_drafts WHERE key = %s", (self.key,)):
+            return  # the usual case, without touching the lock
         with self.hold_draft() as free:
             if not free:
                 return  # still being streamed by a live turn
+            row = self._db.fetch_one("SELECT * FROM session_drafts WHERE key = %s", (self.key,))
+            if row is None:
+                return  # its turn ended as we came
+            self.refresh()
             same = row["session_id"] == self.meta.session_id
             index = int(row["index"])
             text = str(row["text"])
