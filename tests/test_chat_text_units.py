@@ -72,7 +72,10 @@ async def test_a_reminder_with_braces_and_emoji_mentions_its_author_as_line_rend
     assert message["substitution"]["user"]["mentionee"] == {"type": "user", "userId": MOM}
     # As LINE shows it in the group: the mention, then the text exactly as it was set.
     shown = line.fake.transcript(FAMILY).splitlines()[-1]
-    assert shown == f"Lore (push): ⏰ Reminder for @媽媽 🌸: {TRICKY} (late)"
+    assert shown == (
+        f"Lore (push): ⏰ Reminder for @媽媽 🌸: {TRICKY} (late)"
+        " — was due Mon 2026-11-30 08:00 (UTC)"
+    )
 
 
 async def test_line_refuses_a_brace_that_is_not_escaped(fake: FakeLine, config: Config) -> None:

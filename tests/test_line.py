@@ -490,7 +490,7 @@ async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mentio
     await line.channel.deliver(due(f"line:user:{JOHN}", late=True))
     await line.channel.deliver(due(f"line:group:{FAMILY}", late=False))
     private, group = await line.sent(2)
-    assert _texts(private) == ["⏰ стирка (late)"]
+    assert _texts(private) == ["⏰ стирка (late) — was due Mon 2026-11-30 08:00 (UTC)"]
     assert group["messages"][0]["type"] == "text"  # John never spoke there: no id to mention
     assert _texts(group) == ["⏰ Reminder for @John: стирка"]
 

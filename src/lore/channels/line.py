@@ -50,6 +50,7 @@ from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import InvalidInputError
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.reminders.delivery import reminder_line
 
 if TYPE_CHECKING:
     from lore.config import LineConfig
@@ -71,6 +72,8 @@ SORRY = "Sorry, I could not answer that just now."
 _REPLY_WINDOW = 50.0  # seconds a reply token is trusted (LINE's limit is about a minute)
 _NAME_TTL = 24 * 3600.0  # a display name is asked for again after a day
 MAX_BODY = 1_000_000  # bytes; LINE's calls are a few KB, anything this big is not LINE
+
+_MENTION = "\x00mention\x00"  # where LINE puts the mentioned person, in a reminder
 
 
 @dataclass(frozen=True)
@@ -440,7 +443,6 @@ class LineChannel:
         """A reminder, pushed to the chat it was set in, mentioning who set it. Raises when
         LINE refuses, so the scheduler retries it; the occurrence's key is the push's
         retry key, so a retry after a lost answer never sends it twice."""
-        late = " (late)" if due.late else ""
         if due.scope == OWNER_SCOPE:  # the owner's one conversation: their own 1:1 chat
             if not self.settings.owner_ids:
                 raise LineApiError("LINE knows no owner to push to: set line.owner_ids")
@@ -450,12 +452,12 @@ class LineChannel:
             chat = Chat.of_scope(due.scope)
             user_id = self._author_id(due.scope, due.author)
         if chat.kind != "user" and user_id:
-            escaped = due.text.replace("{", "{{").replace("}", "}}")
-            message = mention_message(f"⏰ Reminder for {{user}}: {escaped}{late}", user_id)
-        elif due.author and chat.kind != "user":
-            message = text_message(f"⏰ Reminder for @{due.author}: {due.text}{late}")
+            line = reminder_line(due, _MENTION).replace("{", "{{").replace("}", "}}")
+            message = mention_message(line.replace(_MENTION, "{user}"), user_id)
+        elif chat.kind != "user":
+            message = text_message(reminder_line(due))
         else:
-            message = text_message(f"⏰ {due.text}{late}")
+            message = text_message(reminder_line(due, mention=""))  # their own chat
         retry_key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"lore-reminder:{due.key}"))
         self._note_sent(await self.api.push(chat.id, [message], retry_key=retry_key))
 

@@ -32,6 +32,7 @@ from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
 from lore.errors import LoreError
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.reminders.delivery import mention_for, reminder_line
 
 if TYPE_CHECKING:
     from telegram import Bot, Message, Update
@@ -318,14 +319,12 @@ class TelegramChannel:
         """A reminder, back to the chat it was set in, mentioning who set it. Raises when
         Telegram refuses, so the scheduler retries it."""
         if due.scope == OWNER_SCOPE:  # the owner's conversation: their own 1:1 chat
-            late = " (late)" if due.late else ""
-            await self._send(int(self.settings.owner_ids[0]), f"⏰ {due.text}{late}", strict=True)
+            text = reminder_line(due, mention="")
+            await self._send(int(self.settings.owner_ids[0]), text, strict=True)
             return
         chat_id = int(due.scope.split(":", 1)[1])
-        mention = f"@{due.author}" if due.author else ""
-        text = f"⏰ Reminder for {mention}: {due.text}" if mention else f"⏰ {due.text}"
-        if due.late:
-            text += " (late)"
+        mention = mention_for(due)
+        text = reminder_line(due)
         user_id = self._author_id(due.scope, due.author)
         entities: list[dict[str, Any]] = []
         if mention and user_id:

@@ -89,8 +89,7 @@ class Renderer:
         elif isinstance(event, ReminderDue):
             stream = self.out if self.interactive else self.err
             self.end_line()
-            late = " (late)" if event.late and "(late)" not in event.text else ""
-            stream.write(self._style("1;36", f"⏰ {event.text}{late}") + "\n")
+            stream.write(self._style("1;36", f"⏰ {event.text}") + "\n")
             stream.flush()
 
     def end_line(self) -> None:

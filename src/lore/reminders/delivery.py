@@ -83,21 +83,27 @@ def mention_for(due: Delivery) -> str:
     return f"@{due.author}" if due.author else ""
 
 
-def format_reminder(due: Delivery) -> str:
-    """The reminder as one line (Reminder for @john: take out the trash); one delivered
-    well after it fell due adds "(late)" and the time it was due. Channels put their own
-    mark in front (the terminal and the session use ⏰)."""
-    mention = mention_for(due)
-    line = f"Reminder for {mention}: {due.text}" if mention else f"Reminder: {due.text}"
+def format_reminder(due: Delivery, mention: str | None = None) -> str:
+    """The reminder as one line, the one way every place words it: "Reminder for @john:
+    take out the trash" where a person is named (`mention`: how the channel writes them,
+    by default @author), "take out the trash" in the person's own chat (`mention=""`);
+    one delivered well after it fell due adds "(late) — was due" and when."""
+    who = mention_for(due) if mention is None else mention
+    line = f"Reminder for {who}: {due.text}" if who else due.text
     if due.late:
         line += f" (late) — was due {format_local(due.due_at, zone_named(due.timezone))}"
     return line
 
 
+def reminder_line(due: Delivery, mention: str | None = None) -> str:
+    """`format_reminder` with the ⏰ in front, as chats and transcripts show it."""
+    return f"⏰ {format_reminder(due, mention)}"
+
+
 def reminder_message(due: Delivery) -> Message:
     return {
         "role": "assistant",
-        "content": f"⏰ {format_reminder(due)}",
+        "content": reminder_line(due),
         "reminder_id": due.id,
         "late": due.late,
         # When it arrived, as every message says: the transcript and search date it by this.
