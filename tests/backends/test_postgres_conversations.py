@@ -219,13 +219,13 @@ def test_a_draft_read_as_its_turn_ends_is_not_kept_again(
         read = PostgresDatabase.fetch_one
 
         def read_then_the_turn_ends(self: PostgresDatabase, sql: str, *args: object) -> object:
-            row = read(self, sql, *args)  # type: ignore[arg-type]
+            row = read(self, sql, *args)
             if "session_drafts" in sql:
                 end_the_turn()  # between reading the row and claiming the draft
             return row
 
         monkeypatch.setattr(PostgresDatabase, "fetch_one", read_then_the_turn_ends)
-        PostgresLiveSession(pg.db, pg.sessions.locks, SCOPE)
+        PostgresLiveSession(pg.db, pg.locks, SCOPE)
         end_the_turn()
         monkeypatch.undo()
         again = PostgresBackend(postgres_url)
