@@ -64,7 +64,12 @@ def serve(home: Path, database_url: str = "") -> None:
 
     config = load_config(
         env={"LORE_HOME": str(home), "USER": "bench", "LORE_DATABASE_URL": database_url},
-        flags={"model": "scripted", "timezone": "UTC", "extraction.enabled": False},
+        flags={
+            "model": "scripted",
+            "timezone": "UTC",
+            "extraction.enabled": False,
+            "api.requests_per_minute": 0,  # every client shares one token here
+        },
     )
     model = ScriptedProvider(context_window=128_000)
 

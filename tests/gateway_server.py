@@ -17,7 +17,7 @@ import uvicorn
 
 from lore.channels.http import create_app
 from lore.channels.http.auth import Clients
-from lore.channels.http.server import GatewayServer
+from lore.channels.http.server import GatewayServer, server_config
 from lore.runtime import Runtime
 
 OWNER_TOKEN = "owner-token-for-tests"
@@ -65,9 +65,7 @@ def running_gateway(lore: Runtime, *, token: str = OWNER_TOKEN) -> Iterator[Gate
     sock.listen(128)
     port = sock.getsockname()[1]
     app = create_app(lore, clients=Clients(token, lore.config))
-    # As `lore serve` runs it: only the proxies config trusts may say the request was HTTPS.
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", proxy_headers=False)
-    server = GatewayServer(config, app.state.gateway.approvals)
+    server = GatewayServer(server_config(app, lore.config.api), app.state.gateway.approvals)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
@@ -90,8 +88,7 @@ async def gateway_in_loop(lore: Runtime, *, token: str = OWNER_TOKEN) -> AsyncIt
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     app = create_app(lore, clients=Clients(token, lore.config), mcp=False)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", proxy_headers=False)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app, lore.config.api))
     web = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         for _ in range(1000):  # uvicorn says "started" by a flag, not an event

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lore.core.admission import refusal
 from lore.core.commands import is_command, run_command
 from lore.core.turn import TurnRunner, tool_context
 from lore.events import CommandOutput, Emit, Event, Inbound, Trust
@@ -85,6 +86,15 @@ class Bus:
             if emit is not None:
                 emit(event)
 
+        too_long = refusal(inbound.text, self.services.config.max_message_chars)
+        if too_long is not None:  # refused before anything of it is kept, on every channel
+            log.warning(
+                "refused a message of %d characters in %s", len(inbound.text), inbound.scope
+            )
+            if inbound.respond:
+                outcome.command = CommandOutput(too_long)
+                record(outcome.command)
+            return outcome
         queue = self._queues.get(inbound.scope)
         if queue is None:
             queue = self._queues[inbound.scope] = _Queue()

@@ -141,6 +141,11 @@ class ApiConfig:
     # X-Forwarded-Host are believed: the web page's cookie is Secure when one says "https".
     trusted_proxies: tuple[str, ...] = ()
     login_days: float = 7.0  # how long a log-in to the web page lasts
+    max_body_kb: int = 2048  # the largest request body, but for uploads (multipart)
+    max_upload_mb: int = 25  # the largest multipart (file upload) body
+    requests_per_minute: int = 300  # each token's (or log-in's) requests a minute; 0: no limit
+    header_seconds: float = 10.0  # how long a client may take to send a request's headers
+    keep_alive_seconds: float = 5.0  # how long an idle connection stays open
 
     @property
     def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
@@ -209,6 +214,7 @@ class Config:
     context_window: int = 0  # 0: known value for the model, else a safe default
     max_tool_rounds: int = 10
     max_output_tokens: int = 4096
+    max_message_chars: int = 100_000  # the longest message a turn takes, on every channel
     request_timeout: float = 120.0
     max_retries: int = 3
     timezone: str = ""  # IANA name; empty: the system's zone
@@ -395,6 +401,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "context_window": (0, 10_000_000, "0 (the model's own) or at least 2048 tokens"),
     "max_tool_rounds": (1, 100, "between 1 and 100"),
     "max_output_tokens": (64, 1_000_000, "at least 64 tokens"),
+    "max_message_chars": (100, 10_000_000, "between 100 and 10000000 characters"),
     "request_timeout": (1, 3600, "between 1 and 3600 seconds"),
     "max_retries": (0, 20, "between 0 and 20"),
     "memory.budget_chars": (200, 100_000, "between 200 and 100000 characters"),
@@ -415,6 +422,11 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
     "api.login_days": (0.001, 3650, "between 0.001 and 3650 days"),
+    "api.max_body_kb": (16, 1_048_576, "between 16 and 1048576 KB"),
+    "api.max_upload_mb": (1, 10_240, "between 1 and 10240 MB"),
+    "api.requests_per_minute": (0, 1_000_000, "0 (no limit) or a number of requests"),
+    "api.header_seconds": (0.5, 600, "between 0.5 and 600 seconds"),
+    "api.keep_alive_seconds": (0.5, 600, "between 0.5 and 600 seconds"),
 }
 _MIN_CONTEXT_WINDOW = 2048
 

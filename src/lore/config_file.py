@@ -29,6 +29,8 @@ DESCRIPTIONS: dict[str, str] = {
     " (env: LORE_CONTEXT_WINDOW)",
     "max_tool_rounds": "most rounds of tool calls in one reply (env: LORE_MAX_TOOL_ROUNDS)",
     "max_output_tokens": "most tokens one reply may use",
+    "max_message_chars": "the longest message Lore takes, on every channel; a longer one"
+    " is refused and nothing of it is kept",
     "request_timeout": "seconds to wait for the model before giving up",
     "max_retries": "retries of a request that failed for a passing reason (429, 5xx)",
     "timezone": 'IANA zone such as "Asia/Taipei"; empty: the system\'s (env: LORE_TIMEZONE, TZ)',
@@ -82,6 +84,12 @@ DESCRIPTIONS: dict[str, str] = {
     " X-Forwarded-Proto/-Host are believed: https there makes the login cookie Secure",
     "api.login_days": "how long a log-in to the web page lasts (`lore serve --logout-all`"
     " ends every one)",
+    "api.max_body_kb": "the largest request body in KB (JSON, forms, webhooks)",
+    "api.max_upload_mb": "the largest file upload (multipart body) in MB",
+    "api.requests_per_minute": "requests a minute each token or log-in may make (0: no"
+    " limit); more get 429 with Retry-After",
+    "api.header_seconds": "seconds a client may take to send a request's headers",
+    "api.keep_alive_seconds": "seconds an idle connection is kept open",
     "tools.trust": "per tool (read_file, write_file, exec, ...): allow, ask or never",
     "tools.exec_rules": 'per command pattern such as "git status*": allow, ask or never',
     "tools.file_rules": 'per path pattern such as "docs/*", for writes: allow, ask or never',

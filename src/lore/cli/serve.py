@@ -271,11 +271,9 @@ def _http_server(
     when Telegram is set up that way), not started yet."""
     import sys
 
-    import uvicorn
-
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
-    from lore.channels.http.server import GatewayServer
+    from lore.channels.http.server import GatewayServer, server_config
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
@@ -284,10 +282,7 @@ def _http_server(
         from lore.channels.telegram_webhook import mount_telegram_webhook
 
         mount_telegram_webhook(app, telegram)
-    # proxy_headers off: only the proxies config trusts may say a request came over HTTPS.
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", server_header=False, proxy_headers=False
-    )
+    config = server_config(app, lore.config.api)
     shown = f"[{host}]" if ":" in host else host
     print(
         f"lore serve: http://{shown}:{port}/ (web page), /v1 (OpenAI-compatible), /api, "

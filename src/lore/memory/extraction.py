@@ -7,6 +7,7 @@ candidate memories; the code trusts nothing it returns: the reply is validated w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -138,7 +139,9 @@ async def extract(
 ) -> list[str]:
     """Run extraction for one turn (retried once); returns the notices for the user."""
     now = lore.clock.now()
-    candidates = candidate_memories(lore, turn.scope, turn.user_text)
+    # The store's work (a search by the whole message, then the writes) runs in a worker
+    # thread: a long message must not hold up the event loop, and every channel on it.
+    candidates = await asyncio.to_thread(candidate_memories, lore, turn.scope, turn.user_text)
     request = ChatRequest(
         system=EXTRACTION_PROMPT,
         messages=[{"role": "user", "content": _exchange(turn, candidates)}],
@@ -151,7 +154,8 @@ async def extract(
             completion = await complete(provider, request)
             ops = parse_ops(completion.text, {m.id for m in candidates})
             source = Source(turn.session_id, turn.user_index)
-            return apply_ops(
+            return await asyncio.to_thread(
+                apply_ops,
                 lore.memory,
                 turn.scope,
                 ops,

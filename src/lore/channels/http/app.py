@@ -22,6 +22,7 @@ from lore import __version__
 from lore.channels.http.auth import Clients, Forbidden, Unauthorized
 from lore.channels.http.context import Gateway, error_response
 from lore.channels.http.headers import SecurityHeaders
+from lore.channels.http.limits import BodyLimit, RateLimit, Window
 from lore.channels.http.server import STOPPING
 from lore.channels.http.turns import Turns
 from lore.errors import (
@@ -67,6 +68,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            await asyncio.to_thread(_warm_up, lore)
             if mcp_server is not None:
                 await stack.enter_async_context(mcp_server.session_manager.run())
             yield
@@ -92,7 +94,13 @@ def create_app(
         openapi_url=None,
     )
     app.state.gateway = state
-    app.add_middleware(SecurityHeaders)
+    api = lore.config.api
+    if api.requests_per_minute:
+        app.add_middleware(RateLimit, window=Window(api.requests_per_minute))
+    app.add_middleware(
+        BodyLimit, body_bytes=api.max_body_kb * 2**10, upload_bytes=api.max_upload_mb * 2**20
+    )
+    app.add_middleware(SecurityHeaders)  # the last added runs first: on every answer
     _install_error_handlers(app)
 
     @app.get("/health", tags=["gateway"])
@@ -115,6 +123,16 @@ def create_app(
 
         mount_mcp(app, mcp_server, clients=clients, host=host)
     return app
+
+
+def _warm_up(lore: Runtime) -> None:
+    """Load now, in a worker thread, what the first chat would load on the event loop:
+    the features and their tools (their imports), and jieba's dictionary (a single call
+    of ~0.4 s that holds every other thread, the loop's too)."""
+    from lore.text import warm_up
+
+    lore.tools  # noqa: B018 (a cached property: loading it is the point)
+    warm_up()
 
 
 def status_of(exc: LoreError) -> int:

@@ -36,6 +36,7 @@ from lore.channels.http.approvals import (
 )
 from lore.channels.http.auth import Client, Forbidden
 from lore.channels.http.context import Gateway, caller, error_response, gateway
+from lore.core.admission import check_message
 from lore.errors import InvalidInputError
 from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
 
@@ -77,11 +78,11 @@ async def chat_completions(
     x_lore_session: Annotated[str | None, Header()] = None,
     x_lore_approvals: Annotated[str | None, Header()] = None,
 ) -> JSONResponse | StreamingResponse:
-    text = _new_user_text(body.messages)
+    state = gateway(request)
+    text = check_message(_new_user_text(body.messages), state.lore.config.max_message_chars)
     user = (body.user or "").strip()
     scope = client.check(_scope(x_lore_session, user, client))
     author = user or client.author
-    state = gateway(request)
     project = _project(state, client, scope, body.project)
     asks = body.stream and client.is_owner and (x_lore_approvals or "").strip() == OPT_IN
     reply = _Reply(state, scope, author, text, client, project=project, asks=asks)
