@@ -1,7 +1,8 @@
 """The owner's side of each person's data: `lore memory forget --author NAME` shows what
-that person noted in one conversation and forgets it only with --yes; `lore memory export
---author NAME` writes that person's data (what they noted and what names them) as JSON
-Lines. Other people's memories, and other conversations, are never touched."""
+that person noted, in every conversation or only in --scope's, and forgets it only with
+--yes; `lore memory export --author NAME` writes that person's data (what they noted and
+what names them) as JSON Lines. Other people's memories, and with --scope other
+conversations, are never touched."""
 
 from __future__ import annotations
 
@@ -118,3 +119,46 @@ def test_an_empty_author_is_one_line_and_changes_nothing(
         assert capsys.readouterr().err == (
             "lore: --author needs a name (as `lore memory list` shows it)\n"
         )
+
+
+@pytest.mark.usefixtures("family")
+def test_forget_author_without_a_scope_covers_every_conversation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    capsys.readouterr()
+    assert main(["memory", "forget", "--author", "Anna"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("4 memories noted by Anna in 2 conversations:")
+    assert f"  {FAMILY}:" in shown and f"  {CLIMBING}:" in shown
+    assert "Anna climbs on Sundays" in shown and "安娜每天喝绿茶" in shown and "Bob" not in shown
+    assert len(_contents(capsys, FAMILY)) == 5 and len(_contents(capsys, CLIMBING)) == 1
+
+    assert main(["memory", "forget", "--author", "Anna", "--json"]) == 0
+    would = json.loads(capsys.readouterr().out)
+    assert (
+        sorted(would["by_scope"]) == sorted([FAMILY, CLIMBING]) and len(would["would_forget"]) == 4
+    )
+
+    assert main(["memory", "forget", "--author", "Anna", "--yes"]) == 0
+    assert "Forgot 4 memories noted by Anna in 2 conversations." in capsys.readouterr().out
+    assert _contents(capsys, FAMILY) == ["Bob is Anna's brother", "Bob works nights"]
+    assert _contents(capsys, CLIMBING) == []
+    assert main(["memory", "forget", "--author", "Anna"]) == 0
+    assert capsys.readouterr().out == "No memories noted by Anna in any conversation.\n"
+
+
+@pytest.mark.usefixtures("family")
+def test_export_author_without_a_scope_names_each_lines_conversation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    capsys.readouterr()
+    assert main(["memory", "export", "--author", "Анна"]) == 0  # the name as written in Russian
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    by_scope = {(r["scope"], r["content"]) for r in records}
+    assert (FAMILY, "Анна ходит в бассейн по средам") in by_scope
+    assert all(r["scope"] in (FAMILY, CLIMBING) for r in records)
+    capsys.readouterr()
+    assert main(["memory", "export", "--author", "Anna"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["scope"] for r in records} == {FAMILY, CLIMBING}
+    assert len(records) == 5  # her four, and Bob's that names her

@@ -77,6 +77,19 @@ def test_a_scope_never_reads_or_changes_another_scopes_memories(store: MemorySto
     assert store.get(GROUP, memory_id).content == "咖啡 at 9, кофе потом"
 
 
+def test_scopes_lists_each_conversation_holding_an_active_memory_once(
+    store: MemoryStore,
+) -> None:
+    assert store.scopes() == []
+    note(store, "Анна любит джаз", scope=GROUP)
+    note(store, "安娜喝绿茶", scope=GROUP)
+    gone = note(store, "John lives in Hualien")
+    note(store, "John climbs", scope="telegram:42", expires_at=NOW - timedelta(days=1))
+    assert store.scopes() == [HOME, GROUP, "telegram:42"]
+    store.forget(HOME, gone, by="John", via="cli", now=NOW)
+    assert store.scopes() == [GROUP, "telegram:42"]
+
+
 def test_what_the_checks_refuse_is_never_stored(store: MemoryStore) -> None:
     for bad in ("x" * 501, "  ", "my password is hunter22"):
         with pytest.raises(InvalidInputError):

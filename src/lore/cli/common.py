@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from lore.runtime import Runtime
 
 __all__ = [
+    "DEFAULT_SESSION",
     "add_common",
     "add_scoped",
     "add_session",
@@ -21,6 +22,9 @@ __all__ = [
     "session_key",
     "show_usage",
 ]
+
+
+DEFAULT_SESSION = "cli:default"
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +39,7 @@ def add_session(parser: argparse.ArgumentParser) -> None:
         "--session",
         "--scope",
         dest="session",
-        default="cli:default",
+        default=DEFAULT_SESSION,
         type=session_key,
         metavar="KEY",
         help="conversation key (default: cli:default)",

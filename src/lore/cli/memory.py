@@ -7,7 +7,7 @@ import sys
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_scoped, print_json, runtime, show_usage
+from lore.cli.common import DEFAULT_SESSION, add_scoped, print_json, runtime, show_usage
 from lore.cli.forget import add_everywhere_flags, forget_everywhere
 
 if TYPE_CHECKING:
@@ -59,11 +59,12 @@ def register(subparsers: Any) -> None:
     forget.add_argument(
         "--author",
         metavar="NAME",
-        help="every memory NAME noted in the conversation (--scope); shows them, --yes erases",
+        help="every memory NAME noted, in every conversation (or only --scope's); shows "
+        "them, --yes erases",
     )
     add_everywhere_flags(forget)
     add_scoped(forget, json_flag=True)
-    forget.set_defaults(func=_forget)
+    forget.set_defaults(func=_forget, session=None)  # None: --author's every conversation
 
     search = actions.add_parser(
         "search",
@@ -88,10 +89,11 @@ def register(subparsers: Any) -> None:
     export.add_argument(
         "--author",
         metavar="NAME",
-        help="only one person's data: what NAME noted and what names them",
+        help="only one person's data: what NAME noted and what names them, in every "
+        "conversation (or only --scope's)",
     )
     add_scoped(export, json_flag=True)
-    export.set_defaults(func=_export)
+    export.set_defaults(func=_export, session=None)  # None: cli:default, or --author's all
 
     imports = actions.add_parser(
         "import",
@@ -167,6 +169,7 @@ def _forget(args: argparse.Namespace) -> int:
                 "--author erases what one person noted: give no ID, --all or --everywhere"
             )
         return _forget_author(args)
+    args.session = args.session or DEFAULT_SESSION
     if args.all:
         if args.id is not None or args.everywhere:
             raise InvalidInputError(
@@ -223,37 +226,57 @@ def _forget_all(args: argparse.Namespace) -> int:
 
 
 def _forget_author(args: argparse.Namespace) -> int:
-    """What one person noted in one conversation: shown first, erased with --yes."""
+    """What one person noted, in one conversation (--scope) or in every one: shown first,
+    erased with --yes."""
     from lore.core.forgetting import KEPT_IN_TRANSCRIPT
     from lore.errors import InvalidInputError
     from lore.memory.persons import forget_noted_by, kept_of, memories
 
-    if not args.author.strip():
+    person = args.author.strip()
+    if not person:
         raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
     with runtime(args) as lore:
         now = lore.clock.now()
-        mine = kept_of(lore.memory, args.session, args.author)
-        forgotten: list[int] = []
+        scopes = [args.session] if args.session else lore.memory.scopes()
+        found = {scope: kept_of(lore.memory, scope, person) for scope in scopes}
+        found = {scope: mine for scope, mine in found.items() if mine}
+        forgotten: dict[str, list[int]] = {}
         if args.yes:
-            forgotten = forget_noted_by(
-                lore, args.session, [m.id for m in mine], args.author,
-                by=lore.config.user_name, via="cli", now=now,
-            )  # fmt: skip
+            for scope, mine in found.items():
+                forgotten[scope] = forget_noted_by(
+                    lore, scope, [m.id for m in mine], person,
+                    by=lore.config.user_name, via="cli", now=now,
+                )  # fmt: skip
+        where = f"in {args.session}" if args.session else "in any conversation"
         if args.json:
+            chosen = forgotten if args.yes else {k: [m.id for m in v] for k, v in found.items()}
+            ids = [memory_id for scope in chosen for memory_id in chosen[scope]]
             key = "forgotten" if args.yes else "would_forget"
-            print_json({key: forgotten if args.yes else [m.id for m in mine]})
+            print_json({key: ids, "by_scope": chosen})
             return 0
-        who = f"{args.author.strip()} in {args.session}"
-        if not mine:
-            print(f"No memories noted by {who}.")
+        total = sum(len(mine) for mine in found.values())
+        if not found:
+            print(f"No memories noted by {person} {where}.")
         elif args.yes:
-            print(f"Forgot {memories(len(forgotten))} noted by {who}. {KEPT_IN_TRANSCRIPT}")
+            done = sum(len(ids) for ids in forgotten.values())
+            print(
+                f"Forgot {memories(done)} noted by {person} {_places(list(found))}. {KEPT_IN_TRANSCRIPT}"
+            )
         else:
-            print(f"{memories(len(mine))} noted by {who}:")
-            for memory in mine:
-                print(f"  {_line(memory, lore)}")
+            print(f"{memories(total)} noted by {person} {_places(list(found))}:")
+            for scope, mine in found.items():
+                if not args.session:
+                    print(f"  {scope}:")
+                for memory in mine:
+                    print(f"{'    ' if not args.session else '  '}{_line(memory, lore)}")
             print("Run again with --yes to forget them.")
     return 0
+
+
+def _places(scopes: list[str]) -> str:
+    if len(scopes) == 1:
+        return f"in {scopes[0]}"
+    return f"in {len(scopes)} conversations"
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -294,10 +317,19 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.author is not None and not args.author.strip():
         raise InvalidInputError("--author needs a name (as `lore memory list` shows it)")
+    everywhere = args.author is not None and args.session is None
+    args.session = args.session or DEFAULT_SESSION
     with runtime(args) as lore:
-        lines = lore.memory.export(args.session)
-        if args.author is not None:
-            lines = _of_person(lore, args.session, lines, args.author)
+        if everywhere:  # one person's data: theirs in every conversation, each line's named
+            lines = [
+                _with_scope(line, scope)
+                for scope in lore.memory.scopes()
+                for line in _of_person(lore, scope, lore.memory.export(scope), args.author)
+            ]
+        else:
+            lines = lore.memory.export(args.session)
+            if args.author is not None:
+                lines = _of_person(lore, args.session, lines, args.author)
     if args.json:  # one JSON array instead of JSON Lines
         import json
 
@@ -313,6 +345,12 @@ def _export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _with_scope(line: str, scope: str) -> str:
+    import json
+
+    return json.dumps({"scope": scope, **json.loads(line)}, ensure_ascii=False)
 
 
 def _of_person(lore: Runtime, scope: str, lines: list[str], person: str) -> list[str]:

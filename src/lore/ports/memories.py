@@ -351,6 +351,9 @@ class MemoryStore(Protocol):
         """Every active memory of the scope, expired ones included, as JSON lines of
         `Memory.to_record`, by id."""
 
+    def scopes(self) -> list[str]:
+        """Every conversation holding an active memory (expired ones count), sorted."""
+
     def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
         """Memories of any scope (not forgotten) and audit rows whose text `match`es."""
 

@@ -221,6 +221,9 @@ class FakeMemoryStore:
             if memory.scope == scope and memory.status == "active"
         ]
 
+    def scopes(self) -> list[str]:
+        return sorted({m.scope for m in self._memories.values() if m.status == "active"})
+
     # -- internals ----------------------------------------------------------------------
 
     @contextmanager

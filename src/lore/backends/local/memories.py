@@ -180,6 +180,12 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         )
         return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
 
+    def scopes(self) -> list[str]:
+        rows = self._db.conn.execute(
+            "SELECT DISTINCT scope FROM memories WHERE status = 'active' ORDER BY scope"
+        )
+        return [str(row[0]) for row in rows]
+
     # -- the SQL of the write flow ------------------------------------------------------
 
     def _writing(self, scope: str | None) -> AbstractContextManager[sqlite3.Connection]:

@@ -186,6 +186,12 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
         )
         return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
 
+    def scopes(self) -> list[str]:
+        rows = self._db.fetch_all(
+            "SELECT DISTINCT scope FROM memories WHERE status = 'active' ORDER BY scope"
+        )
+        return [str(row["scope"]) for row in rows]
+
     # -- the SQL of the write flow ------------------------------------------------------
 
     @contextmanager
