@@ -9,7 +9,7 @@ every channel sends its messages and receives its events.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from datetime import tzinfo
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lore.backends.local.database import Database
-    from lore.backends.postgres.backend import PostgresBackend
     from lore.bus import Bus, Conversation
     from lore.core.approval import Approver
     from lore.core.background import Background
@@ -29,10 +28,12 @@ if TYPE_CHECKING:
     from lore.core.confirmation import Confirmations
     from lore.core.feature import Feature
     from lore.core.tools import ToolRegistry
+    from lore.embed import Embedder
     from lore.events import Emit, Trust
     from lore.lease_holder import LeaseHolder
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
+    from lore.ports.backend import Backend
     from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
@@ -52,9 +53,13 @@ def build(
     *,
     provider: Provider | None = None,
     clock: Clock | None = None,
+    backend: Backend | None = None,
+    embedder: Embedder | None = None,
 ) -> Runtime:
-    """The runtime for `config`: the local backend (SQLite + files) and every feature."""
-    return Runtime(config, provider=provider, clock=clock)
+    """The runtime for `config` and every feature, on `backend`: by default PostgreSQL
+    when `database_url` names one, else SQLite and files under the home. `embedder`
+    embeds for search (default: the model Lore ships with)."""
+    return Runtime(config, provider=provider, clock=clock, backend=backend, embedder=embedder)
 
 
 class Runtime:
@@ -64,11 +69,15 @@ class Runtime:
         *,
         provider: Provider | None = None,
         clock: Clock | None = None,
+        backend: Backend | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self._provider = provider
         self._named_providers: dict[str, Provider] = {}
+        self._backend = backend
+        self._embedder = embedder
 
     # -- the model ----------------------------------------------------------------------
 
@@ -129,24 +138,33 @@ class Runtime:
 
         return Background()
 
-    # -- the local backend ----------------------------------------------------------------
+    # -- the backend: chosen once, its stores handed out ---------------------------------
+
+    @cached_property
+    def backend(self) -> Backend:
+        """The storage: as given to `build`, else PostgreSQL when `database_url` names
+        it (memories, reminders, outbox, index, sessions, the history log), else SQLite
+        and files under the home. The workspace's files stay files either way."""
+        if self._backend is not None:
+            return self._backend
+        if self.config.database_url:
+            from lore.backends.postgres.backend import PostgresBackend
+
+            return PostgresBackend(self.config.database_url, embedder=self._embedder)
+        from lore.backends.local.backend import LocalBackend
+
+        return LocalBackend(self.config, embedder=self._embedder)
 
     @cached_property
     def db(self) -> Database:
+        """`lore.db`: the local backend's database (the one file doctor and backup read)."""
+        from lore.backends.local.backend import LocalBackend
+
+        if isinstance(self.backend, LocalBackend):
+            return self.backend.db
         from lore.backends.local.database import Database
 
         return Database(self.config.db_path)
-
-    # -- PostgreSQL, when `database_url` names it: memories, reminders, outbox, index,
-    # sessions and the history log (the workspace's files stay files) -------------------
-
-    @cached_property
-    def postgres(self) -> PostgresBackend | None:
-        if not self.config.database_url:
-            return None
-        from lore.backends.postgres.backend import PostgresBackend
-
-        return PostgresBackend(self.config.database_url)
 
     @cached_property
     def lease_holder(self) -> LeaseHolder:
@@ -157,66 +175,39 @@ class Runtime:
         return LeaseHolder(self.config.home / ".holders")
 
     def close(self) -> None:
-        """Close what the stores opened (commands that never start the event loop)."""
+        """Close what was opened (commands that never start the event loop)."""
         if "lease_holder" in self.__dict__:
             self.lease_holder.close()
         if "db" in self.__dict__:
             self.db.close()
-        if self.__dict__.get("postgres") is not None:
-            self.__dict__["postgres"].close()
+        if "backend" in self.__dict__:
+            self.backend.close()
 
-    @cached_property
+    @property
     def memory(self) -> MemoryStore:
-        if self.postgres is not None:
-            return self.postgres.memory
-        from lore.backends.local.memories import SQLiteMemoryStore
+        return self.backend.memory
 
-        return SQLiteMemoryStore(self.db)
-
-    @cached_property
+    @property
     def outbox(self) -> Outbox:
-        if self.postgres is not None:
-            return self.postgres.outbox
-        from lore.backends.local.outbox import LocalOutbox
+        return self.backend.outbox
 
-        return LocalOutbox(self.db)
-
-    @cached_property
+    @property
     def reminders(self) -> ReminderStore:
-        if self.postgres is not None:
-            return self.postgres.reminders
-        from lore.backends.local.outbox import LocalOutbox
-        from lore.backends.local.reminders import SQLiteReminderStore
+        return self.backend.reminders
 
-        outbox = self.outbox
-        assert isinstance(outbox, LocalOutbox)
-        return SQLiteReminderStore(self.db, outbox)
-
-    @cached_property
+    @property
     def chat_ledger(self) -> ChatLedger:
         """What LINE and Telegram must still know after a restart (received updates,
         the ids of messages Lore sent)."""
-        if self.postgres is not None:
-            return self.postgres.chat_ledger
-        from lore.backends.local.chat_ledger import LocalChatLedger
+        return self.backend.chat_ledger
 
-        return LocalChatLedger(self.db)
-
-    @cached_property
+    @property
     def search_index(self) -> SearchIndexPort:
-        if self.postgres is not None:
-            return self.postgres.search_index
-        from lore.backends.local.search_index import SearchIndex
+        return self.backend.search_index
 
-        return SearchIndex(self.db)
-
-    @cached_property
+    @property
     def sessions(self) -> SessionStore:
-        if self.postgres is not None:
-            return self.postgres.sessions
-        from lore.backends.local.sessions import LocalSessions
-
-        return LocalSessions(self.config.sessions_dir, self.config.home)
+        return self.backend.sessions
 
     @cached_property
     def workspace(self) -> Workspace:
@@ -244,13 +235,9 @@ class Runtime:
 
         return WorkspaceGit(self.workspace.root)
 
-    @cached_property
+    @property
     def history(self) -> HistoryLog:
-        if self.postgres is not None:
-            return self.postgres.history
-        from lore.backends.local.history import History
-
-        return History(self.workspace.memory_dir)
+        return self.backend.history
 
     def session(self, key: str) -> LiveSession:
         return self.sessions.live(key)
@@ -258,13 +245,7 @@ class Runtime:
     # -- one worker at a time: single-writer jobs -----------------------------------------
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
-        if self.postgres is not None:
-            return self.postgres.locks.hold(f"job:{job}", wait=False)
-        if path is None:
-            return nullcontext(True)
-        from lore.files import try_lock
-
-        return try_lock(path)
+        return self.backend.exclusive(job, path)
 
     # -- features -------------------------------------------------------------------------
 

@@ -14,43 +14,20 @@ Tests use only the ports (the Protocols in lore.ports), never a backend's own me
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
-from numpy.typing import NDArray
 
+from lore.backends.fake.embedder import HashEmbedder
 from lore.ports.memories import MemoryStore
 from lore.ports.notes import HistoryLog, NotesStore
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
-
-
-class HashEmbedder:
-    """Character bigrams hashed into 64 dimensions: texts sharing words are near, and no
-    model is loaded. Deterministic across processes (no `hash()`)."""
-
-    name = "contract-hash-64"
-    dim = 64
-
-    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        return self.embed_passages(texts)
-
-    def embed_passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        rows = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            folded = f" {text.casefold()} "
-            for i in range(len(folded) - 1):
-                bucket = zlib.crc32(folded[i : i + 2].encode("utf-8")) % self.dim
-                rows[row, bucket] += 1.0
-        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return rows
 
 
 @dataclass

@@ -259,9 +259,8 @@ def _forget_author(args: argparse.Namespace) -> int:
             print(f"No memories noted by {person} {where}.")
         elif args.yes:
             done = sum(len(ids) for ids in forgotten.values())
-            print(
-                f"Forgot {memories(done)} noted by {person} {_places(list(found))}. {KEPT_IN_TRANSCRIPT}"
-            )
+            where = _places(list(found))
+            print(f"Forgot {memories(done)} noted by {person} {where}. {KEPT_IN_TRANSCRIPT}")
         else:
             print(f"{memories(total)} noted by {person} {_places(list(found))}:")
             for scope, mine in found.items():

@@ -3,6 +3,10 @@ runtime asks for (so mypy checks that each store keeps its port's contract)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from lore.backends.postgres.chat_ledger import PostgresChatLedger
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.history import PostgresHistory
@@ -20,24 +24,33 @@ from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
 
+if TYPE_CHECKING:
+    from lore.embed import Embedder
+
 __all__ = ["PostgresBackend"]
 
 
 class PostgresBackend:
     """Opens (and migrates) the database at `url`; `close()` ends every connection."""
 
-    def __init__(self, url: str, *, max_connections: int = 10) -> None:
+    def __init__(
+        self, url: str, *, max_connections: int = 10, embedder: Embedder | None = None
+    ) -> None:
         self.db = PostgresDatabase(url, max_size=max_connections)
         outbox = PostgresOutbox(self.db)
         self.memory: MemoryStore = PostgresMemoryStore(self.db)
         self.outbox: Outbox = outbox
         self.reminders: ReminderStore = PostgresReminderStore(self.db, outbox)
-        self.search_index: SearchIndexPort = PostgresSearchIndex(self.db)
+        self.search_index: SearchIndexPort = PostgresSearchIndex(self.db, embedder)
         # One connection of its own holds this process's advisory locks (turns, jobs).
         self.locks = LockHub(url)
         self.sessions: SessionStore = PostgresSessions(self.db, self.locks)
         self.history: HistoryLog = PostgresHistory(self.db)
         self.chat_ledger: ChatLedger = PostgresChatLedger(self.db)
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """An advisory lock every worker on this database sees (`path` is not needed)."""
+        return self.locks.hold(f"job:{job}", wait=False)
 
     def close(self) -> None:
         self.locks.close()

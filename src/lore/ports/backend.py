@@ -1,0 +1,57 @@
+"""The backend port: every store the runtime asks for, held by one object.
+
+`lore.runtime.build` chooses the backend once — SQLite and files (`LocalBackend`),
+PostgreSQL (`PostgresBackend`), or in memory (`FakeBackend`, for tests and demos) — and
+the runtime hands out its stores. Whatever the backend opened, its `close()` closes.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from lore.ports.chat_ledger import ChatLedger
+from lore.ports.memories import MemoryStore
+from lore.ports.notes import HistoryLog
+from lore.ports.outbox import Outbox
+from lore.ports.reminders import ReminderStore
+from lore.ports.search import SearchIndexPort
+from lore.ports.sessions import SessionStore
+
+__all__ = ["Backend"]
+
+
+class Backend(Protocol):
+    """The stores of one storage. The workspace's files (notes, MEMORY.md) stay files
+    under the home whatever the backend."""
+
+    @property
+    def memory(self) -> MemoryStore: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+    @property
+    def reminders(self) -> ReminderStore: ...
+
+    @property
+    def chat_ledger(self) -> ChatLedger: ...
+
+    @property
+    def search_index(self) -> SearchIndexPort: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def history(self) -> HistoryLog: ...
+
+    def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
+        """Hold `job` for this worker alone: True when it is ours, False when another
+        worker holds it (`path`: the lock file a backend of files uses)."""
+        ...
+
+    def close(self) -> None:
+        """Close whatever the stores opened; stores not opened are not opened now."""
+        ...
