@@ -153,3 +153,37 @@ async def test_stdio_serves_the_owner(home: Path) -> None:
         listed = json.loads(_text(await client.call_tool("list_memories", {})))
     assert [m["content"] for m in listed["memories"]] == ["John lives in Hualien"]
     assert listed["memories"][0]["author"] == "john"
+
+
+async def test_search_over_rest_mcp_and_the_page_runs_off_the_event_loop(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding and ranking take a while: each surface runs them in a worker thread, as
+    the model's memory_search does, so the loop keeps serving everyone else."""
+    import asyncio
+
+    from lore.search import LoreSearch
+
+    on_loop: list[bool] = []
+    search = LoreSearch.search
+
+    def watched(self: LoreSearch, *args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # no loop runs in this thread: a worker's
+            on_loop.append(False)
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(LoreSearch, "search", watched)
+    gateway.lore.memory.remember(
+        "mcp:editor", "Редактор любит табы", author="john", via="cli", now=gateway.lore.clock.now()
+    )
+    async with _http(gateway, "editor-token") as client:
+        assert "табы" in _text(await client.call_tool("search", {"query": "табы"}))
+    with gateway.client("editor-token") as http:
+        rest = http.get("/api/search", params={"q": "табы", "scope": "mcp:editor"})
+        assert rest.status_code == 200 and rest.json()["results"]
+    with gateway.page() as page:
+        assert "табы" in page.get("/ui/search", params={"q": "табы"}).text
+    assert on_loop == [False, False, False]

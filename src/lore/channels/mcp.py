@@ -8,6 +8,7 @@ client's default; any other scope is refused with the same words whether it exis
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -102,7 +103,8 @@ def build_mcp_server(
 
     @tool("Search this conversation's memories, notes and archived sessions (any language).")
     async def search(query: str, ctx: Context[Any, Any], limit: int = 10, scope: str = "") -> str:
-        return _json(access(ctx, scope).search(query, limit=max(1, min(limit, 50))))
+        found = access(ctx, scope)  # embeds and ranks in a worker thread, off the loop
+        return _json(await asyncio.to_thread(found.search, query, limit=max(1, min(limit, 50))))
 
     @tool("List the active memories of this conversation: profile first, then newest.")
     async def list_memories(ctx: Context[Any, Any], scope: str = "") -> str:

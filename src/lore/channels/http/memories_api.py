@@ -7,6 +7,7 @@ A memory is the same record `lore memory list --json` prints.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -96,7 +97,9 @@ async def memory_block(access: Scoped) -> dict[str, Any]:
 @router.post("/memories/search")
 async def search_memories(query: MemoryQuery, access: Scoped) -> dict[str, Any]:
     """Active memories matching any word of the query (any language), best first."""
-    return {"results": access.search_memories(query.query, limit=query.limit)}
+    # In a worker thread, as the model's memory_search: the loop serves everyone else.
+    found = await asyncio.to_thread(access.search_memories, query.query, limit=query.limit)
+    return {"results": found}
 
 
 @router.get("/search", tags=["search"])
@@ -106,7 +109,7 @@ async def search_everything(
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> dict[str, Any]:
     """The model's memory_search: memories, notes and archived sessions, by words and meaning."""
-    return {"results": access.search(q, limit=limit)}
+    return {"results": await asyncio.to_thread(access.search, q, limit=limit)}
 
 
 @router.get("/memories/export", response_class=PlainTextResponse)

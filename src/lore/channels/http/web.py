@@ -14,6 +14,7 @@ htmx requests; a refused input is shown in place, never as a raw error.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -275,7 +276,7 @@ async def search(
     request: Request, client: Caller, q: Annotated[str, Query()] = "", scope: Scope = None
 ) -> Response:
     access = _access(request, client, scope)
-    results = access.search(q, limit=20) if q.strip() else []
+    results = await asyncio.to_thread(access.search, q, limit=20) if q.strip() else []
     return _render(request, "_search.html", scope=access.scope, query=q, results=results)
 
 
