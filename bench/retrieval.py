@@ -247,7 +247,6 @@ def build_lore(
 ) -> Built:
     """Archive every session of every conversation in a Lore home (its index in
     PostgreSQL when `database_url` names one), index and embed them."""
-    from lore.backends.local.search_index import SearchIndex
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
@@ -258,13 +257,9 @@ def build_lore(
 
     env = {"LORE_HOME": str(home), "LORE_DATABASE_URL": database_url}
     config = load_config(env=env, flags={"model": "scripted"})
-    lore = build(config, provider=ScriptedProvider(), clock=FixedClock(datetime.now(UTC)))
-    if embedder is not None and lore.postgres is not None:
-        from lore.backends.postgres.search_index import PostgresSearchIndex
-
-        lore.search_index = PostgresSearchIndex(lore.postgres.db, embedder)
-    elif embedder is not None:  # the index, with the cached model behind it
-        lore.search_index = SearchIndex(lore.db, embedder)
+    # The index embeds with `embedder` (the cached model) when one is given.
+    clock = FixedClock(datetime.now(UTC))
+    lore = build(config, provider=ScriptedProvider(), clock=clock, embedder=embedder)
     # The runtime's own archive: files, or PostgreSQL's tables when the sessions live there.
     archive = cast(ClosingArchive, lore.sessions.archive)
     dia_of: dict[tuple[str, int], str] = {}

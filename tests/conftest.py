@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from lore.backends.fake.embedder import HashEmbedder
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.llm.scripted import ScriptedProvider
@@ -54,6 +55,19 @@ def _no_network_and_no_home(
     ):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+_HASH_EMBEDDER = HashEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder_unless_judging_search(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Search embeds with the hash embedder (no model loaded, microseconds a text), but
+    in tests marked `search_quality`, which judge what the real model finds."""
+    if request.node.get_closest_marker("search_quality") is None:
+        monkeypatch.setattr("lore.embed.default_embedder", lambda: _HASH_EMBEDDER)
 
 
 @pytest.fixture

@@ -106,6 +106,7 @@ def test_only_categories_one_to_four_with_evidence_are_asked(
     assert first.sessions[1].date.isoformat() == "2023-06-02T10:00:00+00:00"
 
 
+@pytest.mark.search_quality
 def test_the_benchmark_scores_lore_beside_bm25(
     bench: ModuleType, locomo_file: Path, tmp_path: Path
 ) -> None:

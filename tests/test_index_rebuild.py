@@ -229,6 +229,7 @@ def fill(lore: Runtime) -> None:
     archive.append_index(entry)
 
 
+@pytest.mark.search_quality
 def test_rebuild_recreates_the_index_from_memories_notes_and_archive(runtime: Runtime) -> None:
     fill(runtime)
     searcher(runtime).refresh(files=True)

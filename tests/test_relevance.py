@@ -10,6 +10,9 @@ import pytest
 
 from lore.cli import main
 
+# These judge what search finds: they embed with the real model.
+pytestmark = pytest.mark.search_quality
+
 MEMORIES = {
     "en": [
         "John drinks black coffee every morning",

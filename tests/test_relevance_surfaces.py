@@ -17,6 +17,9 @@ from lore.search import searcher
 from lore.search.tool import MemorySearchTool
 from tests.gateway_server import running_gateway
 
+# These judge what search finds: they embed with the real model.
+pytestmark = pytest.mark.search_quality
+
 HOME = "cli:default"
 SMALL_TALK = [
     ("user", "hello there"),

@@ -40,6 +40,7 @@ def vector_ids(search: LoreSearch, query: str) -> list[int]:
     return [i for i, _ in index.vector_search([SCOPE], vector, limit=10, now=2e9)]
 
 
+@pytest.mark.search_quality
 def test_a_new_memory_is_searchable_by_text_before_it_has_a_vector(runtime: Runtime) -> None:
     search = searcher(runtime)
     remember(runtime, "Ann's passport expires in March 2027")

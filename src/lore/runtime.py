@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lore.backends.local.database import Database
+    from lore.backends.postgres.backend import PostgresBackend
     from lore.bus import Bus, Conversation
     from lore.core.approval import Approver
     from lore.core.background import Background
@@ -154,6 +155,13 @@ class Runtime:
         from lore.backends.local.backend import LocalBackend
 
         return LocalBackend(self.config, embedder=self._embedder)
+
+    @property
+    def postgres(self) -> PostgresBackend | None:
+        """The PostgreSQL backend, when that is the one (benchmarks reach its database)."""
+        from lore.backends.postgres.backend import PostgresBackend
+
+        return self.backend if isinstance(self.backend, PostgresBackend) else None
 
     @cached_property
     def db(self) -> Database:
