@@ -91,6 +91,7 @@ bench: $(VENV)/.test
 	$(PY) bench/memory_block.py
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py
+	$(PY) bench/reminder_wakeup.py
 	$(PY) bench/search_latency.py
 	$(PY) bench/postgres.py
 	$(PY) bench/postgres_sessions.py

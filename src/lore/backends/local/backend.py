@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lore.backends.local.database import Database
     from lore.backends.local.outbox import LocalOutbox
+    from lore.backends.local.reminders import SQLiteReminderStore
     from lore.config import Config
     from lore.embed import Embedder
     from lore.ports.chat_ledger import ChatLedger
@@ -53,6 +54,10 @@ class LocalBackend:
 
     @cached_property
     def reminders(self) -> ReminderStore:
+        return self._reminders
+
+    @cached_property
+    def _reminders(self) -> SQLiteReminderStore:
         from lore.backends.local.reminders import SQLiteReminderStore
 
         return SQLiteReminderStore(self.db, self._outbox)
@@ -90,5 +95,7 @@ class LocalBackend:
         return try_lock(path)
 
     def close(self) -> None:
+        if "_reminders" in self.__dict__:
+            self._reminders.close()  # its doorbell
         if "db" in self.__dict__:
             self.db.close()

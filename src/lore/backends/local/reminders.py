@@ -12,8 +12,10 @@ import math
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from lore.backends.local.database import Database
+from lore.backends.local.doorbell import Doorbell, ring
 from lore.backends.local.outbox import LocalOutbox
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.reminders import (
@@ -39,14 +41,36 @@ class SQLiteReminderStore:
         self.db = db
         self._outbox = outbox or LocalOutbox(db)
         self._listeners: list[Callable[[], None]] = []
+        self._doorbell: Doorbell | None = None
 
     @property
     def outbox(self) -> LocalOutbox:
         return self._outbox
 
     def on_added(self, listener: Callable[[], None]) -> None:
-        """Call `listener` after each add (a running scheduler re-checks its wake time)."""
+        """Call `listener` after each add, here or in any other process of this home (a
+        running scheduler re-checks its wake time at once)."""
         self._listeners.append(listener)
+        home = self._home
+        if self._doorbell is None and home is not None:
+            doorbell = Doorbell(home, self._added)
+            if doorbell.start():
+                self._doorbell = doorbell
+
+    def _added(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+    def close(self) -> None:
+        """Stop listening for reminders added elsewhere."""
+        if self._doorbell is not None:
+            self._doorbell.close()
+            self._doorbell = None
+
+    @property
+    def _home(self) -> Path | None:
+        path = self.db.path
+        return path.parent if isinstance(path, Path) else None
 
     # -- writes ---------------------------------------------------------------------
 
@@ -83,8 +107,10 @@ class SQLiteReminderStore:
                 ),
             )
             reminder = self._get(conn, int(cursor.lastrowid or 0))
-        for listener in self._listeners:
-            listener()
+        self._added()
+        home = self._home
+        if home is not None:  # and every other process's scheduler
+            ring(home, skip=self._doorbell.name if self._doorbell else "")
         return reminder
 
     def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder:

@@ -40,7 +40,8 @@ class PostgresBackend:
         outbox = PostgresOutbox(self.db)
         self.memory: MemoryStore = PostgresMemoryStore(self.db)
         self.outbox: Outbox = outbox
-        self.reminders: ReminderStore = PostgresReminderStore(self.db, outbox)
+        self._reminders = PostgresReminderStore(self.db, outbox)
+        self.reminders: ReminderStore = self._reminders
         self.search_index: SearchIndexPort = PostgresSearchIndex(self.db, embedder)
         # One connection of its own holds this process's advisory locks (turns, jobs).
         self.locks = LockHub(url)
@@ -53,5 +54,6 @@ class PostgresBackend:
         return self.locks.hold(f"job:{job}", wait=False)
 
     def close(self) -> None:
+        self._reminders.close()  # its LISTEN connection
         self.locks.close()
         self.db.close()

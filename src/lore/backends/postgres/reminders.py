@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from psycopg.rows import DictRow
 
 from lore.backends.postgres.database import Connection, PostgresDatabase
+from lore.backends.postgres.notify import Listener, notify
 from lore.backends.postgres.outbox import PostgresOutbox
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.reminders import (
@@ -43,14 +44,29 @@ class PostgresReminderStore:
         self.db = db
         self._outbox = outbox or PostgresOutbox(db)
         self._listeners: list[Callable[[], None]] = []
+        self._listening: Listener | None = None
 
     @property
     def outbox(self) -> PostgresOutbox:
         return self._outbox
 
     def on_added(self, listener: Callable[[], None]) -> None:
-        """Call `listener` after each add (a running scheduler re-checks its wake time)."""
+        """Call `listener` after each add by any worker on this database (LISTEN/NOTIFY):
+        a running scheduler re-checks its wake time at once."""
         self._listeners.append(listener)
+        if self._listening is None:
+            self._listening = Listener(self.db.url, self._added)
+            self._listening.start()
+
+    def _added(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+    def close(self) -> None:
+        """Stop listening for reminders added elsewhere."""
+        if self._listening is not None:
+            self._listening.close()
+            self._listening = None
 
     # -- writes ---------------------------------------------------------------------
 
@@ -77,9 +93,9 @@ class PostgresReminderStore:
                 (scope, author, text, due_at, timezone, canonical, due_at, channel, session_id,
                  _second(now)),
             ).fetchone()  # fmt: skip
+            notify(conn)  # every worker's scheduler, when this commits
         assert row is not None
-        for listener in self._listeners:
-            listener()
+        self._added()
         return _row(row)
 
     def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder:
