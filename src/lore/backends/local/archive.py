@@ -174,14 +174,32 @@ class SessionArchive:
             }
         )
 
+    def index_missing(self, entries: Sequence[ArchivedSession]) -> list[ArchivedSession]:
+        """Append the index lines of those `entries` the index does not hold yet, in one
+        fsynced write under the index lock (`lore doctor --repair` after the index was
+        emptied or cut short); the lines already there stay as they are. Returns those
+        appended."""
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        with locked_file(self._lock_path):
+            known = {entry.session_id for entry in self.entries()}
+            added = [entry for entry in entries if entry.session_id not in known]
+            if added:
+                self._append_locked(
+                    b"".join(_dumps({"_type": "session", **e.to_dict()}) for e in added)
+                )
+        return added
+
     def _append_index_line(self, data: dict[str, Any]) -> None:
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         with locked_file(self._lock_path):
-            cut_torn_tail(self.index_path)
-            with self.index_path.open("ab") as f:
-                f.write(_dumps(data))
-                f.flush()
-                os.fsync(f.fileno())
+            self._append_locked(_dumps(data))
+
+    def _append_locked(self, payload: bytes) -> None:
+        cut_torn_tail(self.index_path)
+        with self.index_path.open("ab") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
 
     # -- reading ---------------------------------------------------------------
 
