@@ -38,13 +38,25 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lore.config import load_config
+    from lore.files import disk_is_full
     from lore.logs import configure_logging
 
     config = load_config(flags={"home": args.home, "model": args.model})
     configure_logging(config.home)
-    healthy = _database(config.db_path, repair=args.repair)
-    healthy = _transcripts(config.sessions_dir, config.home, repair=args.repair) and healthy
+    full = disk_is_full(config.home)
+    if full:
+        # Not damage: every repair writes, so none is tried until there is room again.
+        print(
+            f"{FULL_DISK}: free some space and run `lore doctor` again "
+            "(nothing was changed or repaired)"
+        )
+    repair = args.repair and not full
+    healthy = _database(config.db_path, repair=repair) and not full
+    healthy = _transcripts(config.sessions_dir, config.home, repair=repair) and healthy
     return 0 if healthy else 1
+
+
+FULL_DISK = "the disk holding LORE_HOME is full"
 
 
 def _database(path: Path, *, repair: bool) -> bool:
@@ -59,6 +71,9 @@ def _database(path: Path, *, repair: bool) -> bool:
     if health.state == "ok":
         print(f"{name}: ok (integrity check passed)")
         return True
+    if health.state == "full":
+        print(f"{name}: cannot be opened to check while {FULL_DISK} (a full disk, not damage)")
+        return False
     if health.state in ("empty", "foreign"):
         what = "is empty (0 bytes)" if health.state == "empty" else "is not a SQLite database"
         if not repair:
