@@ -11,7 +11,8 @@
     │   └── ProviderResponseError     a reply we cannot parse
     ├── SessionError           a live session or archive cannot be read or written
     ├── StoreError             the database refused an operation
-    │   └── NotFoundError      an id that does not exist in this scope
+    │   ├── NotFoundError      an id that does not exist in this scope
+    │   └── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
     ├── InvalidInputError      user or model input that is refused (oversize, secret, bad time)
     └── ToolError              a tool failed; its message goes back to the model as the result
 
@@ -25,6 +26,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConfigError",
+    "DiskFullError",
     "InvalidInputError",
     "LoreError",
     "NotFoundError",
@@ -101,6 +103,14 @@ class StoreError(LoreError):
 
 class NotFoundError(StoreError):
     """An id that does not exist, or not in this scope."""
+
+
+class DiskFullError(StoreError):
+    """The disk holding LORE_HOME is full (SQLITE_FULL, ENOSPC): the write that met it
+    was undone, so nothing was changed. Not damage: freeing space is the whole fix."""
+
+    def __init__(self, message: str = "the disk holding LORE_HOME is full; nothing was changed"):
+        super().__init__(message)
 
 
 class InvalidInputError(LoreError):

@@ -6,17 +6,57 @@ through these, so a crash at any instant leaves whole lines and whole files.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "cut_torn_tail", "fsync_dir", "locked_file", "try_lock", "try_lock_fd"]
+from lore.errors import DiskFullError
+
+__all__ = [
+    "atomic_write",
+    "cut_torn_tail",
+    "disk_full",
+    "disk_is_full",
+    "fsync_dir",
+    "locked_file",
+    "try_lock",
+    "try_lock_fd",
+    "write_all",
+]
 
 log = logging.getLogger(__name__)
 
 _BLOCK = 64 * 1024
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_NEARLY_FULL = 1024 * 1024  # bytes free below which no Lore write can be counted on
+
+
+def disk_full(exc: OSError) -> bool:
+    """Did the system refuse a write because the disk (or the user's quota) is full?"""
+    return exc.errno in _FULL
+
+
+def disk_is_full(path: Path) -> bool:
+    """Is the disk holding `path` (or its nearest existing parent) out of space for us?"""
+    for candidate in (path, *path.parents):
+        try:
+            stat = os.statvfs(candidate)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        return stat.f_bavail * stat.f_frsize < _NEARLY_FULL
+    return False
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (a write may take only part of them)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def atomic_write(path: Path, content: bytes, *, mode: int = 0o666) -> None:
@@ -24,12 +64,18 @@ def atomic_write(path: Path, content: bytes, *, mode: int = 0o666) -> None:
     `mode` (before the umask) is the new file's: 0o600 for what only the owner may read."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    if mode != 0o666:  # a temporary file a crash left may have had looser permissions
-        os.fchmod(fd, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(content)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        if mode != 0o666:  # a temporary file a crash left may have had looser permissions
+            os.fchmod(fd, mode)
+        write_all(fd, content)
+        os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)  # `path` is as it was
+        if disk_full(exc):
+            raise DiskFullError() from exc
+        raise
+    os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 

@@ -83,6 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
+        from lore.errors import DiskFullError
+        from lore.files import disk_full
+
+        if disk_full(exc):
+            print(f"lore: {DiskFullError()}", file=sys.stderr)
+            return 1
         # A home, file or directory the system refused: say which, in one line.
         where = f": {exc.filename}" if exc.filename else ""
         print(f"lore: {exc.strerror or exc}{where}", file=sys.stderr)

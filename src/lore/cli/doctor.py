@@ -2,7 +2,8 @@
 
 Checking changes nothing. Repairing keeps every damaged file: a damaged database is moved
 aside as `lore.db.damaged-STAMP` after its readable rows were copied into a new
-`lore.db`; a transcript whose metadata line broke is kept under `sessions/damaged/`.
+`lore.db`; a transcript whose metadata line broke is kept under `sessions/damaged/`. An
+emptied or cut session index gets back the lines of the transcripts it lost.
 Run it while no other Lore process is using this home.
 """
 
@@ -24,7 +25,8 @@ def register(subparsers: Any) -> None:
         help="check the database and transcripts; --repair recovers what can be read",
         description="Run SQLite's integrity check on lore.db and read every transcript. "
         "With --repair: copy what can be read out of a damaged database into a new one "
-        "(the damaged file is kept beside it) and rebuild broken transcript metadata lines. "
+        "(the damaged file is kept beside it), rebuild broken transcript metadata lines and "
+        "the index lines of archived transcripts missing from sessions/_sessions.jsonl. "
         "Exits 1 when something is wrong and was not repaired.",
     )
     add_common(parser)
@@ -36,13 +38,25 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lore.config import load_config
+    from lore.files import disk_is_full
     from lore.logs import configure_logging
 
     config = load_config(flags={"home": args.home, "model": args.model})
     configure_logging(config.home)
-    healthy = _database(config.db_path, repair=args.repair)
-    healthy = _transcripts(config.sessions_dir, config.home, repair=args.repair) and healthy
+    full = disk_is_full(config.home)
+    if full:
+        # Not damage: every repair writes, so none is tried until there is room again.
+        print(
+            f"{FULL_DISK}: free some space and run `lore doctor` again "
+            "(nothing was changed or repaired)"
+        )
+    repair = args.repair and not full
+    healthy = _database(config.db_path, repair=repair) and not full
+    healthy = _transcripts(config.sessions_dir, config.home, repair=repair) and healthy
     return 0 if healthy else 1
+
+
+FULL_DISK = "the disk holding LORE_HOME is full"
 
 
 def _database(path: Path, *, repair: bool) -> bool:
@@ -57,6 +71,9 @@ def _database(path: Path, *, repair: bool) -> bool:
     if health.state == "ok":
         print(f"{name}: ok (integrity check passed)")
         return True
+    if health.state == "full":
+        print(f"{name}: cannot be opened to check while {FULL_DISK} (a full disk, not damage)")
+        return False
     if health.state in ("empty", "foreign"):
         what = "is empty (0 bytes)" if health.state == "empty" else "is not a SQLite database"
         if not repair:
@@ -92,21 +109,38 @@ def _database(path: Path, *, repair: bool) -> bool:
 
 def _transcripts(sessions_dir: Path, home: Path, *, repair: bool) -> bool:
     from lore.backends.local import session_repair as transcripts
+    from lore.text import counted
 
     damages = transcripts.scan(sessions_dir, home)
-    if not damages:
+    missing = transcripts.unindexed(sessions_dir, home)
+    if not damages and not missing:
         print("transcripts: ok")
         return True
     healthy = True
+    untold = {found.path for found in missing if found.entry is None}
     for damage in damages:
         where = damage.path.relative_to(home).as_posix()
         if damage.what == "message":
             print(f"{where} line {damage.line}: unreadable message line (skipped when read)")
+        elif damage.path in untold:
+            if not repair:  # --repair names it below
+                print(f"{where}: {transcripts.NO_INDEX_LINE}")
+            healthy = False
         elif not repair:
             print(f"{where}: unreadable metadata line; `lore doctor --repair` rebuilds it")
             healthy = False
+    rebuildable = len(missing) - len(untold)
+    if rebuildable and not repair:
+        index = (sessions_dir / "_sessions.jsonl").relative_to(home).as_posix()
+        print(
+            f"{index}: {counted(rebuildable, 'archived transcript')} missing from the index "
+            "(hidden from `lore sessions list`); `lore doctor --repair` rebuilds their lines"
+        )
+        healthy = False
     if repair:
         for line in transcripts.repair_metadata(sessions_dir, home):
+            print(line)
+        for line in transcripts.rebuild_index(sessions_dir, home):
             print(line)
     return healthy
 

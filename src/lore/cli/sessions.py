@@ -5,6 +5,7 @@ conversation's key, the names the API and the web page use)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,7 @@ def _list(args: argparse.Namespace) -> int:
 
     lore = load_runtime(args)
     entries = lore.sessions.archive.entries()
+    _hint_unindexed(lore)
     if args.session:
         entries = [e for e in entries if e.key == args.session]
     if args.slug:
@@ -110,6 +112,23 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{entry.key}")
         print(describe_session(entry, lore.zone))
     return 0
+
+
+def _hint_unindexed(lore: Runtime) -> None:
+    """An emptied or cut index hides archived transcripts: say so rather than show less."""
+    from lore.backends.local.archive import SessionArchive
+    from lore.backends.local.session_repair import unindexed
+    from lore.text import counted
+
+    if not isinstance(lore.sessions.archive, SessionArchive):
+        return  # another backend keeps its index in the database
+    missing = unindexed(lore.config.sessions_dir, lore.config.home)
+    if missing:
+        print(
+            f"lore: {counted(len(missing), 'archived transcript')} missing from the session "
+            "index; run `lore doctor` to check it (`lore doctor --repair` rebuilds it)",
+            file=sys.stderr,
+        )
 
 
 def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:

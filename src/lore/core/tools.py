@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.core.provenance import Provenance
-from lore.errors import LoreError, ToolError
+from lore.errors import DiskFullError, LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -114,6 +114,8 @@ class ToolRegistry:
         ctx.decision = None
         try:
             return ToolResult(call, await tool.run(args, ctx), False, ctx.decision)
+        except DiskFullError:
+            raise  # nothing the model can do about it: the turn is refused
         except (ToolError, LoreError) as exc:
             return ToolResult(call, f"Error: {exc}", True, ctx.decision)
         except (TypeError, KeyError, ValueError) as exc:

@@ -22,7 +22,7 @@ from lore.core.context import ContextBuilder
 from lore.core.loop import TurnResult, run_tool_loop
 from lore.core.tools import ToolContext
 from lore.core.window import history_window
-from lore.errors import BadRequestError, LoreError, ProviderResponseError
+from lore.errors import BadRequestError, DiskFullError, LoreError, ProviderResponseError
 from lore.events import Emit, Event, Inbound, Notice, ReplyFailed, TextDelta
 from lore.llm.base import Message
 
@@ -151,6 +151,8 @@ class TurnRunner:
                     raise ProviderResponseError(
                         f"{provider.name} gave no reply{after}; try again or rephrase"
                     )
+                _keep_why(result.messages, ctx)
+                session.append(result.messages)  # a full disk refuses it, like any failure
             except asyncio.CancelledError:
                 if self.stopping and draft.text:
                     cut = [_interrupted(draft.text, now_iso)]
@@ -165,7 +167,10 @@ class TurnRunner:
                 # retry does not repeat it, and any text that was shown.
                 tail = [_interrupted(draft.text, now_iso)] if draft.text else []
                 _keep_why(tail, ctx)
-                session.append([*rounds, *tail])
+                try:
+                    session.append([*rounds, *tail])
+                except DiskFullError:
+                    pass  # the mark is one short line: it may still fit, and matters more
                 session.mark(index, unanswered=True)
                 if isinstance(exc, BadRequestError) and system:
                     self._learn_from_refusal(sent, user, system, ctx)
@@ -173,8 +178,6 @@ class TurnRunner:
                     emit(Notice(notice))
                 emit(ReplyFailed(str(exc)))
                 return None
-            _keep_why(result.messages, ctx)
-            session.append(result.messages)
         if result.first_prompt_tokens:
             # The provider's count includes the tool schemas; so must the estimate.
             estimated = lore.tokens.count_messages([*sent, user], system)

@@ -21,8 +21,8 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from lore.errors import SessionError
-from lore.files import cut_torn_tail, fsync_dir, locked_file
+from lore.errors import DiskFullError, SessionError
+from lore.files import cut_torn_tail, disk_full, fsync_dir, locked_file, write_all
 from lore.llm.base import Message
 from lore.ports.sessions import ArchivedSession, FaultHook, SessionMeta
 
@@ -105,12 +105,8 @@ class SessionArchive:
             **entry.to_dict(),
             "metadata": {"last_consolidated": meta.last_consolidated, "extra": meta.extra},
         }
-        lines = [_dumps(header), *(_dumps(m) for m in messages)]
         tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("wb") as f:
-            f.writelines(lines)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_durably(tmp, b"".join([_dumps(header), *(_dumps(m) for m in messages)]))
         if fault is not None:
             fault("archive_tmp_written")
         os.replace(tmp, path)
@@ -126,10 +122,7 @@ class SessionArchive:
         path.parent.mkdir(parents=True, exist_ok=True)
         header = {"_type": "metadata", **entry.to_dict(), "metadata": metadata}
         tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("wb") as f:
-            f.writelines([_dumps(header), *(_dumps(m) for m in messages)])
-            f.flush()
-            os.fsync(f.fileno())
+        _write_durably(tmp, b"".join([_dumps(header), *(_dumps(m) for m in messages)]))
         os.replace(tmp, path)
         fsync_dir(path.parent)
         self.append_index(entry)
@@ -158,10 +151,7 @@ class SessionArchive:
         header = json.loads(first)
         header.update(memory_path=memory_path, slug=slug, summary=status)
         tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("wb") as f:
-            f.write(_dumps(header) + body)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_durably(tmp, _dumps(header) + body)
         os.replace(tmp, path)
         fsync_dir(self.dir)
         self._append_index_line(
@@ -174,14 +164,39 @@ class SessionArchive:
             }
         )
 
+    def index_missing(self, entries: Sequence[ArchivedSession]) -> list[ArchivedSession]:
+        """Append the index lines of those `entries` the index does not hold yet, in one
+        fsynced write under the index lock (`lore doctor --repair` after the index was
+        emptied or cut short); the lines already there stay as they are. Returns those
+        appended."""
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        with locked_file(self._lock_path):
+            known = {entry.session_id for entry in self.entries()}
+            added = [entry for entry in entries if entry.session_id not in known]
+            if added:
+                self._append_locked(
+                    b"".join(_dumps({"_type": "session", **e.to_dict()}) for e in added)
+                )
+        return added
+
     def _append_index_line(self, data: dict[str, Any]) -> None:
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         with locked_file(self._lock_path):
-            cut_torn_tail(self.index_path)
-            with self.index_path.open("ab") as f:
-                f.write(_dumps(data))
-                f.flush()
-                os.fsync(f.fileno())
+            self._append_locked(_dumps(data))
+
+    def _append_locked(self, payload: bytes) -> None:
+        size = cut_torn_tail(self.index_path)
+        fd = os.open(self.index_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            write_all(fd, payload)
+            os.fsync(fd)
+        except OSError as exc:
+            os.ftruncate(fd, size)  # the lines already there, and not half a new one
+            if disk_full(exc):
+                raise DiskFullError() from exc
+            raise
+        finally:
+            os.close(fd)
 
     # -- reading ---------------------------------------------------------------
 
@@ -314,6 +329,20 @@ def parse_message_line(raw: bytes) -> Message | None:
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         return None
     return message
+
+
+def _write_durably(tmp: Path, content: bytes) -> None:
+    """`content` whole and fsynced at `tmp`, or no `tmp` at all (a full disk says so)."""
+    try:
+        with tmp.open("wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if disk_full(exc):
+            raise DiskFullError() from exc
+        raise
 
 
 def _dumps(data: Any) -> bytes:

@@ -16,9 +16,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from lore.errors import StoreError
+from lore.errors import DiskFullError, StoreError
+from lore.files import disk_is_full
 
-__all__ = ["SQLITE_HEADER", "Database", "damaged_database_error", "migrations"]
+__all__ = [
+    "SQLITE_HEADER",
+    "Database",
+    "damaged_database_error",
+    "full_disk_error",
+    "migrations",
+]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -67,8 +74,14 @@ class Database:
             self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.execute("PRAGMA busy_timeout=30000")
             self._migrate()
+        except DiskFullError:
+            self.conn.close()
+            raise
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            full = full_disk_error(exc, self.path)
+            if full is not None:
+                raise full from exc
             raise StoreError(
                 f"{path} is not a usable Lore database ({exc}); "
                 "run `lore doctor` to check it and recover what can be read"
@@ -107,18 +120,31 @@ class Database:
             self._depth += 1
             try:
                 yield self.conn
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
-                if depth == 0:
+                full = full_disk_error(exc, self.path)
+                if full is not None and not self.conn.in_transaction:
+                    pass  # SQLite already rolled the whole transaction back
+                elif depth == 0:
                     self.conn.execute("ROLLBACK")
                 else:
                     self.conn.execute(f"ROLLBACK TO sp{depth}")
                     self.conn.execute(f"RELEASE sp{depth}")
+                if full is not None:
+                    raise full from exc
                 raise
             else:
                 self._depth -= 1
                 if depth == 0:
-                    self.conn.execute("COMMIT")
+                    try:
+                        self.conn.execute("COMMIT")
+                    except sqlite3.Error as exc:
+                        full = full_disk_error(exc, self.path)
+                        if full is None:
+                            raise
+                        if self.conn.in_transaction:
+                            self.conn.execute("ROLLBACK")
+                        raise full from exc
                 else:
                     self.conn.execute(f"RELEASE sp{depth}")
 
@@ -154,8 +180,27 @@ class Database:
             self.conn.close()
 
 
-def damaged_database_error(exc: sqlite3.DatabaseError) -> StoreError:
+def full_disk_error(exc: BaseException, path: Path | str | None) -> DiskFullError | None:
+    """SQLite's "database or disk is full" (or an I/O error while the disk holding the
+    database at `path` has no room left) as the full disk it is, never as damage."""
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary == sqlite3.SQLITE_FULL:
+        return DiskFullError()
+    if primary == sqlite3.SQLITE_IOERR and isinstance(path, Path) and disk_is_full(path):
+        return DiskFullError()
+    return None
+
+
+def damaged_database_error(exc: sqlite3.DatabaseError, path: Path | None = None) -> StoreError:
     """The one line a user sees when SQLite reports a damaged or unusable database."""
+    full = full_disk_error(exc, path)
+    if full is not None:
+        return full
     text = str(exc)
     if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
         return StoreError(f"the database is busy ({text}); try again in a moment")

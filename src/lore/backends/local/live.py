@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lore.errors import SessionError
-from lore.files import atomic_write, locked_file, try_lock, try_lock_fd
+from lore.errors import DiskFullError, SessionError
+from lore.files import atomic_write, disk_full, locked_file, try_lock, try_lock_fd, write_all
 from lore.keys import key_to_filename
 from lore.llm.base import Message
 from lore.ports.sessions import SessionMeta
@@ -52,12 +52,19 @@ class Draft:
         self._parts: list[str] = []
 
     def write(self, text: str) -> None:
+        """Keep `text` before it is shown; a full disk refuses it (DiskFullError), so
+        nothing is shown that a crash could lose."""
         self._parts.append(text)
-        if self._fd is None:
-            self._open()
-        if self._fd is None or self._fd < 0:
-            return
-        os.write(self._fd, text.encode("utf-8", errors="replace"))
+        try:
+            if self._fd is None:
+                self._open()
+            if self._fd is None or self._fd < 0:
+                return
+            write_all(self._fd, text.encode("utf-8", errors="replace"))
+        except OSError as exc:
+            if disk_full(exc):
+                raise DiskFullError() from exc
+            raise
 
     def _open(self) -> None:
         fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -67,9 +74,9 @@ class Draft:
             os.close(fd)
             self._fd = -1
             return
+        self._fd = fd  # closed (and the file removed) when the turn ends, whatever happens
         os.ftruncate(fd, 0)
-        os.write(fd, self._header() + "".join(self._parts[:-1]).encode("utf-8", "replace"))
-        self._fd = fd
+        write_all(fd, self._header() + "".join(self._parts[:-1]).encode("utf-8", "replace"))
 
     def close(self) -> None:
         if self._fd is not None and self._fd >= 0:
@@ -194,15 +201,23 @@ class LiveSession:
         )
         with self._locked():
             self.refresh()
-            with self.path.open("r+b") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                if size and not self._ends_with_newline(f, size):
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                size = os.lseek(fd, 0, os.SEEK_END)
+                if size and os.pread(fd, 1, size - 1) != b"\n":
                     payload = b"\n" + payload  # a torn line stays on its own line
-                f.write(payload)
-                f.flush()
-                if durable:
-                    os.fsync(f.fileno())
+                try:
+                    write_all(fd, payload)
+                    if durable:
+                        os.fsync(fd)
+                except OSError as exc:
+                    # Never half a line: cut what got written (freeing space needs none).
+                    os.ftruncate(fd, size)
+                    if disk_full(exc):
+                        raise DiskFullError() from exc
+                    raise
+            finally:
+                os.close(fd)
             self.refresh()
             if touch:
                 # Not fsynced: a lost `updated_at` only makes the session look older, and
@@ -330,13 +345,6 @@ class LiveSession:
 
     def _replace(self, content: bytes) -> None:
         atomic_write(self.path, content)
-
-    @staticmethod
-    def _ends_with_newline(f: Any, size: int) -> bool:
-        f.seek(size - 1)
-        last: bytes = f.read(1)
-        f.seek(0, os.SEEK_END)
-        return last == b"\n"
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lore.backends.local.database import SQLITE_HEADER, Database
+from lore.backends.local.database import SQLITE_HEADER, Database, full_disk_error
 from lore.errors import StoreError
 
 __all__ = ["DatabaseHealth", "Recovery", "check", "recover"]
@@ -27,7 +27,7 @@ _MAX_PROBLEMS = 20
 
 @dataclass(frozen=True)
 class DatabaseHealth:
-    state: str  # ok | empty | foreign | damaged | missing
+    state: str  # ok | empty | foreign | damaged | missing | full (the disk, not the file)
     problems: tuple[str, ...] = ()
 
     @property
@@ -56,17 +56,25 @@ def check(path: Path) -> DatabaseHealth:
     try:
         conn = sqlite3.connect(str(path), isolation_level=None)
     except sqlite3.Error as exc:
-        return DatabaseHealth("damaged", (str(exc),))
+        return _refused(exc, path)
     try:
         rows = conn.execute(f"PRAGMA integrity_check({_MAX_PROBLEMS})").fetchall()
         problems = tuple(str(row[0]) for row in rows)
     except sqlite3.DatabaseError as exc:
-        problems = (str(exc),)
+        return _refused(exc, path)
     finally:
         conn.close()
     if problems == ("ok",):
         return DatabaseHealth("ok")
     return DatabaseHealth("damaged", problems)
+
+
+def _refused(exc: sqlite3.Error, path: Path) -> DatabaseHealth:
+    """SQLite could not read the file: damage, unless the disk is full (opening a WAL
+    database writes its shared-memory file, which a full disk refuses)."""
+    if full_disk_error(exc, path) is not None:
+        return DatabaseHealth("full", (str(exc),))
+    return DatabaseHealth("damaged", (str(exc),))
 
 
 def recover(source: Path, target: Path) -> Recovery:
