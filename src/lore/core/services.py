@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from lore.core.tools import ToolRegistry
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
+    from lore.ports.backend import Backend
     from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
@@ -58,6 +59,9 @@ class Services(Protocol):
 
     @property
     def memory(self) -> MemoryStore: ...
+
+    @property
+    def backend(self) -> Backend: ...
 
     @property
     def reminders(self) -> ReminderStore: ...

@@ -28,12 +28,15 @@ from typing import TYPE_CHECKING
 from lore.errors import InvalidInputError
 from lore.files import fsync_dir, locked_file
 from lore.memory.redaction import Redactor
+from lore.ports.backend import STORES
+from lore.ports.redaction import Redactable
 
 if TYPE_CHECKING:
     from lore.core.services import Services as Lore
     from lore.ports.memories import Memory
     from lore.ports.notes import Versions
     from lore.ports.search import SearchIndexPort as SearchIndex
+    from lore.ports.sessions import SessionStore
 
 __all__ = [
     "MIN_CHARS",
@@ -197,6 +200,30 @@ def texts_of_memory(lore: Lore, scope: str, memory_id: int) -> tuple[Memory, lis
     return memory, texts
 
 
+# The stores that keep people's words some other way than `Redactable`: memories are
+# erased by id (`matching`, `erase`), the index re-indexed, and sessions hold messages,
+# whose every field is passed through the redactor.
+_ERASED_OTHERWISE = ("memory", "search_index")
+
+
+def text_stores(lore: Lore) -> list[Redactable | SessionStore]:
+    """Every store of the backend that forget-everywhere redacts, found by its type; a
+    store that holds text and is neither is a TypeError, never skipped in silence."""
+    found: list[Redactable | SessionStore] = []
+    for name in STORES:
+        if name in _ERASED_OTHERWISE:
+            continue
+        store = getattr(lore.backend, name)
+        if name == "sessions":
+            found.append(store)
+        elif isinstance(store, Redactable):
+            if store not in found:
+                found.append(store)
+        else:
+            raise TypeError(f"the {name} store keeps text but is not Redactable")
+    return found
+
+
 def plan(lore: Lore, texts: list[str]) -> PurgePlan:
     """Every copy of `texts` under the home; nothing is changed."""
     for text in texts:
@@ -215,22 +242,18 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
     if _has_database(lore):
         found.memory_ids, found.audit_ids = lore.memory.matching(match)
         found.entry_ids = _search_index(lore).entries_matching(match)
-        reminders = lore.reminders.redact_text(match, redactor.text, dry_run=True)
-        deliveries = lore.outbox.redact_text(match, redactor.text, dry_run=True)
-        # On PostgreSQL sessions and the history log are rows (on SQLite, files: below).
-        sessions = lore.sessions.redact_messages(match, redactor.value, dry_run=True)
-        history = lore.history.redact_text(match, redactor.text, dry_run=True)
-        unanswered = lore.chat_ledger.redact_text(match, redactor.text, dry_run=True)
         rows = [
             (len(found.memory_ids), "memory", _ids(found.memory_ids)),
             (len(found.audit_ids), "audit detail", ""),
             (len(found.entry_ids), "search index entry", ""),
-            (reminders, "reminder", ""),
-            (deliveries, "delivery", ""),
-            (sessions, "session record", ""),
-            (history, "history entry", ""),
-            (unanswered, "chat message not yet answered", ""),
         ]
+        for store in text_stores(lore):
+            if isinstance(store, Redactable):
+                changed = store.redact_text(match, redactor.text, dry_run=True)
+                rows.append((changed, store.redacted_noun, ""))
+            else:  # on PostgreSQL sessions are rows (on SQLite, files: below)
+                changed = store.redact_messages(match, redactor.value, dry_run=True)
+                rows.append((changed, "session record", ""))
         where = "PostgreSQL" if lore.config.database_url else "lore.db"
         for count, what, note in rows:
             if count:
@@ -273,11 +296,11 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
         def match(value: str) -> bool:
             return redactor.count(value) > 0
 
-        lore.reminders.redact_text(match, redactor.text)
-        lore.outbox.redact_text(match, redactor.text)
-        lore.sessions.redact_messages(match, redactor.value)
-        lore.history.redact_text(match, redactor.text)
-        lore.chat_ledger.redact_text(match, redactor.text)
+        for store in text_stores(lore):
+            if isinstance(store, Redactable):
+                store.redact_text(match, redactor.text)
+            else:
+                store.redact_messages(match, redactor.value)
     for path in found.files:
         _redact_file(lore, redactor, path)
     _git(lore).rewrite_history(redactor.raw)
@@ -291,7 +314,8 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
 
 
 def _has_database(lore: Lore) -> bool:
-    return lore.config.db_path.exists() or bool(lore.config.database_url)
+    """Are there stores to look in? (Looking must not create a home's lore.db.)"""
+    return lore.backend.exists
 
 
 # -- files -----------------------------------------------------------------------------

@@ -19,7 +19,10 @@ from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
 
-__all__ = ["Backend"]
+__all__ = ["STORES", "Backend"]
+
+# Every store a backend holds, by the name the runtime hands it out under.
+STORES = ("memory", "search_index", "reminders", "outbox", "sessions", "history", "chat_ledger")
 
 
 class Backend(Protocol):
@@ -46,6 +49,11 @@ class Backend(Protocol):
 
     @property
     def history(self) -> HistoryLog: ...
+
+    @property
+    def exists(self) -> bool:
+        """Has this storage been created? (Opening a store of one that was not creates it.)"""
+        ...
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """Hold `job` for this worker alone: True when it is ours, False when another

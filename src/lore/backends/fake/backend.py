@@ -76,6 +76,10 @@ class FakeBackend:
     def history(self) -> HistoryLog:
         return self._history
 
+    @property
+    def exists(self) -> bool:
+        return True
+
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         return self._hold(job)
 

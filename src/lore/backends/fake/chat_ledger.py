@@ -22,6 +22,8 @@ class _Entry:
 
 
 class FakeChatLedger:
+    redacted_noun = "chat message not yet answered"  # forget everywhere's word for one
+
     def __init__(self) -> None:
         self._received: dict[tuple[str, str], _Entry] = {}  # insertion order is age
         self._sent: dict[tuple[str, str], datetime] = {}

@@ -12,6 +12,8 @@ __all__ = ["FakeHistory"]
 
 
 class FakeHistory:
+    redacted_noun = "history entry"  # forget everywhere's word for one
+
     def __init__(self) -> None:
         self._entries: list[HistoryEntry] = []
         self._dream_cursor = 0

@@ -23,6 +23,8 @@ __all__ = ["FakeReminderStore"]
 
 
 class FakeReminderStore:
+    redacted_noun = "reminder"  # forget everywhere's word for one
+
     def __init__(self, outbox: FakeOutbox | None = None) -> None:
         self._outbox = outbox or FakeOutbox()
         self._reminders: dict[int, Reminder] = {}

@@ -86,6 +86,10 @@ class LocalBackend:
 
         return History(self.config.workspace / "memory")
 
+    @property
+    def exists(self) -> bool:
+        return "db" in self.__dict__ or self.config.db_path.exists()
+
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """A lock file held for the job; with no file, the job is always ours."""
         if path is None:

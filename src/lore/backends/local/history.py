@@ -34,6 +34,8 @@ _KEPT_OFFSETS = 64
 class History:
     """The history file of one workspace's `memory/` directory."""
 
+    redacted_noun = "history entry"  # forget everywhere's word for one
+
     def __init__(self, memory_dir: Path) -> None:
         self.dir = memory_dir
         self.path = memory_dir / "history.jsonl"

@@ -37,6 +37,8 @@ _COLUMNS = (
 
 
 class SQLiteReminderStore:
+    redacted_noun = "reminder"  # forget everywhere's word for one
+
     def __init__(self, db: Database, outbox: LocalOutbox | None = None) -> None:
         self.db = db
         self._outbox = outbox or LocalOutbox(db)

@@ -49,6 +49,10 @@ class PostgresBackend:
         self.history: HistoryLog = PostgresHistory(self.db)
         self.chat_ledger: ChatLedger = PostgresChatLedger(self.db)
 
+    @property
+    def exists(self) -> bool:
+        return True  # connected, and migrated
+
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """An advisory lock every worker on this database sees (`path` is not needed)."""
         return self.locks.hold(f"job:{job}", wait=False)

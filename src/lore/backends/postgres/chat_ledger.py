@@ -17,6 +17,8 @@ __all__ = ["PostgresChatLedger"]
 
 
 class PostgresChatLedger:
+    redacted_noun = "chat message not yet answered"  # forget everywhere's word for one
+
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 

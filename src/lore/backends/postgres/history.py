@@ -17,6 +17,8 @@ _DREAM = "dream_cursor"
 
 
 class PostgresHistory:
+    redacted_noun = "history entry"  # forget everywhere's word for one
+
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 

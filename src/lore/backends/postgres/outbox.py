@@ -31,6 +31,8 @@ _READY = (
 
 
 class PostgresOutbox:
+    redacted_noun = "delivery"  # forget everywhere's word for one
+
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 

@@ -40,6 +40,8 @@ _COLUMNS = (
 
 
 class PostgresReminderStore:
+    redacted_noun = "reminder"  # forget everywhere's word for one
+
     def __init__(self, db: PostgresDatabase, outbox: PostgresOutbox | None = None) -> None:
         self.db = db
         self._outbox = outbox or PostgresOutbox(db)
