@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from lore.clock import FixedClock
 from lore.config import Config, load_config
@@ -80,6 +84,10 @@ def _refused_in_one_line(reply: httpx.Response) -> None:
     message = reply.json()["error"]["message"]
     assert "conversation key" in message
     assert len(message) < 200 and message.isprintable(), message
+
+
+def _text(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
 
 
 def _nothing_stored(gateway: Gateway, model: ScriptedProvider) -> None:
@@ -173,3 +181,20 @@ def test_a_rest_scope_is_a_conversation_key_in_any_script_and_never_a_control(
         assert added.status_code == 201, added.text
         listed = guest.get("/api/memories", params=scope).json()
         assert listed["scope"] == f"api:{name}" and listed["total"] == 1
+
+
+async def test_an_mcp_scope_is_a_conversation_key_in_any_script_and_never_a_control(
+    gateway: Gateway, model: ScriptedProvider
+) -> None:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {GUEST}"})
+    async with Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as mcp:
+        for value in HOSTILE.values():
+            args = {"content": "I like tea", "scope": f"api:{value}"}
+            refused = await mcp.call_tool("remember", args)
+            text = _text(refused)
+            assert refused.is_error and "conversation key" in text and len(text) < 200
+        _nothing_stored(gateway, model)
+        noted = await mcp.call_tool("remember", {"content": "I like tea", "scope": "api:日本語"})
+        assert not noted.is_error
+    (memory,) = gateway.lore.memory.active("api:日本語", now=gateway.lore.clock.now())
+    assert memory.content == "I like tea"
