@@ -39,6 +39,7 @@ __all__ = [
     "StoreError",
     "ToolError",
     "provider_error_for_status",
+    "quoted",
 ]
 
 
@@ -119,6 +120,14 @@ class InvalidInputError(LoreError):
 
 class ToolError(LoreError):
     """A tool could not do what the model asked; the message is returned to the model."""
+
+
+def quoted(value: str, limit: int = 40) -> str:
+    """A caller's value for an error message, as `repr` writes it (one line, control
+    characters escaped), cut to `limit` characters with "…" and the whole length."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 _TRANSIENT_STATUSES = {500, 502, 503, 504, 529}

@@ -1,10 +1,42 @@
-"""Session keys ("cli:default", "line:group:C123") as safe, collision-free file names."""
+"""Conversation keys ("cli:default", "api:alice", "line:group:C123", "telegram:42"): the
+one check every entry makes before a turn runs, and the key as a safe, collision-free
+file name."""
 
 from __future__ import annotations
 
 import hashlib
 
-__all__ = ["key_to_filename"]
+from lore.errors import InvalidInputError, quoted
+from lore.text import is_control
+
+__all__ = ["MAX_KEY", "conversation_key", "key_to_filename"]
+
+MAX_KEY = 200  # characters
+
+
+def conversation_key(raw: str) -> str:
+    """`raw` (spaces around it dropped) if it can name a conversation, else InvalidInputError.
+
+    Any script a person types is a key (日本語, Привет, עברית, emoji with their joiners,
+    LRM/RLM marks); refused are an empty key, one over MAX_KEY characters, and any control
+    character (see `lore.text.is_control`): a key goes into file names, log lines, the
+    system prompt and the `X-Lore-Session` header, where a line break or a reversed
+    reading order would forge or hide something.
+    """
+    key = raw.strip(" ")
+    if not key:
+        raise InvalidInputError("a conversation key cannot be empty")
+    if len(key) > MAX_KEY:
+        raise InvalidInputError(
+            f"a conversation key is at most {MAX_KEY} characters, not {quoted(key)}"
+        )
+    bad = next((char for char in key if is_control(char)), None)
+    if bad is not None:
+        raise InvalidInputError(
+            f"a conversation key cannot hold a control character (U+{ord(bad):04X}): {quoted(key)}"
+        )
+    return key
+
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _MAX_STEM = 180

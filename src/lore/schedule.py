@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 
 __all__ = [
     "Cron",
@@ -116,7 +116,7 @@ def parse_schedule(spec: str | Mapping[str, Any], default: datetime | None = Non
         return _interval(amount * (3600 if unit.startswith("h") else 60), text)
     if re.fullmatch(r"every \d+ ?(d|days?|w|weeks?)", text):
         raise InvalidInputError(
-            f"recurrence {text!r}: for days use 'daily HH:MM', 'weekly mon 09:00' or cron"
+            f"recurrence {quoted(text)}: for days use 'daily HH:MM', 'weekly mon 09:00' or cron"
         )
     match = re.fullmatch(r"(?:daily|every ?day)(?: (?:at )?(.+))?", text)
     if match:
@@ -128,10 +128,10 @@ def parse_schedule(spec: str | Mapping[str, Any], default: datetime | None = Non
         days = match[2] or ""
         if match[1] in ("weekdays", "weekends"):
             if days:
-                raise InvalidInputError(f"unknown recurrence {spec!r}; use {_FORMATS}")
+                raise InvalidInputError(f"unknown recurrence {quoted(spec)}; use {_FORMATS}")
             days = match[1]
         return Weekly(_parse_days(days, default, text), _parse_times(match[3] or "", default, text))
-    raise InvalidInputError(f"unknown recurrence {spec!r}; use {_FORMATS}")
+    raise InvalidInputError(f"unknown recurrence {quoted(spec)}; use {_FORMATS}")
 
 
 def _parse_mapping(spec: Mapping[str, Any], default: datetime | None) -> Schedule:
@@ -160,9 +160,11 @@ def _parse_mapping(spec: Mapping[str, Any], default: datetime | None) -> Schedul
 
 def _interval(seconds: int, text: str) -> Interval:
     if seconds < 60:
-        raise InvalidInputError(f"recurrence {text!r} is too frequent; the minimum is every 1m")
+        raise InvalidInputError(
+            f"recurrence {quoted(text)} is too frequent; the minimum is every 1m"
+        )
     if seconds > 366 * 86400:
-        raise InvalidInputError(f"recurrence {text!r} is longer than a year; use cron")
+        raise InvalidInputError(f"recurrence {quoted(text)} is longer than a year; use cron")
     return Interval(seconds)
 
 
@@ -170,20 +172,22 @@ def _parse_times(text: str, default: datetime | None, spec: str) -> tuple[time, 
     text = text.strip().removeprefix("at ").strip()
     if not text:
         if default is None:
-            raise InvalidInputError(f"recurrence {spec!r} needs a time, e.g. 'daily 09:00'")
+            raise InvalidInputError(f"recurrence {quoted(spec)} needs a time, e.g. 'daily 09:00'")
         return (time(default.hour, default.minute),)
     found: set[time] = set()
     for part in text.replace(" and ", ",").split(","):
         match = re.fullmatch(r"(\d{1,2})(?::(\d{2}))? ?(am|pm)?", part.strip())
         if not match:
-            raise InvalidInputError(f"cannot read the time {part.strip()!r} in {spec!r}; use HH:MM")
+            raise InvalidInputError(
+                f"cannot read the time {quoted(part.strip())} in {quoted(spec)}; use HH:MM"
+            )
         hour, minute = int(match[1]), int(match[2] or 0)
         if match[3]:
             if not 1 <= hour <= 12:
-                raise InvalidInputError(f"{part.strip()!r} is not a valid 12-hour time")
+                raise InvalidInputError(f"{quoted(part.strip())} is not a valid 12-hour time")
             hour = hour % 12 + (12 if match[3] == "pm" else 0)
         if hour > 23 or minute > 59:
-            raise InvalidInputError(f"{part.strip()!r} is not a valid time of day")
+            raise InvalidInputError(f"{quoted(part.strip())} is not a valid time of day")
         found.add(time(hour, minute))
     return tuple(sorted(found))
 
@@ -212,14 +216,18 @@ def _parse_days(text: str, default: datetime | None, spec: str) -> frozenset[int
         return frozenset((5, 6))
     if not text:
         if default is None:
-            raise InvalidInputError(f"recurrence {spec!r} needs days, e.g. 'weekly mon,wed 18:30'")
+            raise InvalidInputError(
+                f"recurrence {quoted(spec)} needs days, e.g. 'weekly mon,wed 18:30'"
+            )
         return frozenset((default.weekday(),))
     days: set[int] = set()
     for part in text.split(","):
         first, _, last = part.partition("-")
         start, end = _day_index(first), _day_index(last or first)
         if start is None or end is None:
-            raise InvalidInputError(f"unknown day {part!r} in {spec!r}; use mon,tue,...,sun")
+            raise InvalidInputError(
+                f"unknown day {quoted(part)} in {quoted(spec)}; use mon,tue,...,sun"
+            )
         days.update((start + k) % 7 for k in range((end - start) % 7 + 1))
     return frozenset(days)
 
@@ -247,7 +255,7 @@ def _parse_cron(expr: str) -> Cron:
     parts = expr.split(" ")
     if len(parts) != 5:
         raise InvalidInputError(
-            f"cron {expr!r} needs 5 fields: minute hour day-of-month month day-of-week"
+            f"cron {quoted(expr)} needs 5 fields: minute hour day-of-month month day-of-week"
         )
     minutes = _cron_field(parts[0], 0, 59, (), expr)
     hours = _cron_field(parts[1], 0, 23, (), expr)
@@ -258,7 +266,7 @@ def _parse_cron(expr: str) -> Cron:
     dom_star, dow_star = parts[2][0] in "*?", parts[4][0] in "*?"
     # With a restricted day-of-week, some date always matches; otherwise a real date must.
     if dow_star and not any(d <= _max_days(m) for m in months for d in doms):
-        raise InvalidInputError(f"cron {expr!r} never fires: no month has that day")
+        raise InvalidInputError(f"cron {quoted(expr)} never fires: no month has that day")
     return Cron(expr, minutes, hours, doms, months, weekdays, dom_star, dow_star)
 
 
@@ -269,7 +277,7 @@ def _cron_field(
     for item in text.split(","):
         match = re.fullmatch(r"(\*|\?|\w+)(?:-(\w+))?(?:/(\d+))?", item)
         if not match:
-            raise InvalidInputError(f"cannot read {item!r} in cron {expr!r}")
+            raise InvalidInputError(f"cannot read {quoted(item)} in cron {quoted(expr)}")
         step = int(match[3] or 1)
         if match[1] in "*?":
             start, end = low, high
@@ -281,7 +289,7 @@ def _cron_field(
                 else (high if match[3] else start)
             )
         if step < 1 or end < start:
-            raise InvalidInputError(f"{item!r} in cron {expr!r} is an empty range")
+            raise InvalidInputError(f"{quoted(item)} in cron {quoted(expr)} is an empty range")
         values.update(range(start, end + 1, step))
     return frozenset(values)
 
@@ -294,9 +302,11 @@ def _cron_value(
     elif token[:3] in names and len(token) >= 3:
         value = names.index(token[:3]) + offset
     else:
-        raise InvalidInputError(f"cannot read {token!r} in cron {expr!r}")
+        raise InvalidInputError(f"cannot read {quoted(token)} in cron {quoted(expr)}")
     if not low <= value <= high:
-        raise InvalidInputError(f"{token!r} is out of range {low}-{high} in cron {expr!r}")
+        raise InvalidInputError(
+            f"{quoted(token)} is out of range {low}-{high} in cron {quoted(expr)}"
+        )
     return value
 
 

@@ -29,8 +29,10 @@ __all__ = [
     "counted",
     "display_width",
     "index_terms",
+    "is_control",
     "match_expression",
     "normalise",
+    "one_line",
     "slugify",
     "warm_up",
 ]
@@ -80,6 +82,29 @@ def display_width(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text) + sum(1 for c in text if unicodedata.east_asian_width(c) in "WF")
+
+
+# Explicit embeddings, overrides and isolates reorder what follows them; the LRM and RLM
+# marks (U+200E, U+200F) and the joiners only shape text and are kept.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_control(char: str) -> bool:
+    """A character that is no part of a name: C0/C1 controls (line breaks, tab, NUL),
+    lone surrogates, the line and paragraph separators, and the bidi controls that
+    reorder the text after them."""
+    return (
+        unicodedata.category(char) in ("Cc", "Cs")
+        or char in "\u2028\u2029"
+        or char in _BIDI_CONTROLS
+    )
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Caller-given text (a key, a channel, a name) for one line of a prompt: control
+    characters become spaces, runs of spaces one, and it is cut at `limit` with "…"."""
+    flat = " ".join("".join(" " if is_control(c) else c for c in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def index_terms(text: str) -> Terms:

@@ -50,6 +50,7 @@ from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import InvalidInputError
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.keys import conversation_key
 from lore.reminders.delivery import reminder_line
 
 if TYPE_CHECKING:
@@ -94,12 +95,17 @@ class Chat:
 
     @classmethod
     def of_source(cls, source: Any) -> Chat:
+        """The chat an event came from; InvalidInputError if its id makes no conversation
+        key (LINE's ids are plain letters and digits; anything else is not LINE)."""
         kind = str(source.type)
         if kind == "group":
-            return cls("group", str(source.group_id))
-        if kind == "room":
-            return cls("room", str(source.room_id))
-        return cls("user", str(source.user_id))
+            chat = cls("group", str(source.group_id))
+        elif kind == "room":
+            chat = cls("room", str(source.room_id))
+        else:
+            chat = cls("user", str(source.user_id))
+        conversation_key(chat.scope)
+        return chat
 
 
 class LineChannel:
@@ -196,6 +202,14 @@ class LineChannel:
     ) -> None:
         event = _event(raw)
         kind = str(getattr(event, "type", ""))
+        source = getattr(event, "source", None)
+        try:
+            if source is not None:
+                Chat.of_source(source)
+        except InvalidInputError as exc:
+            log.warning("line: event %s dropped: %s", key, exc)
+            self.inbox.handled(key)
+            return
         if kind == "message":
             self._on_message(event, key, received, replayed=replayed)
         elif kind == "follow":

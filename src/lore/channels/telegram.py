@@ -30,8 +30,9 @@ from lore.channels.message_split import split_message as split_pieces
 from lore.channels.message_split import utf16_len as _units
 from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
-from lore.errors import LoreError
+from lore.errors import InvalidInputError, LoreError
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.keys import conversation_key
 from lore.reminders.delivery import mention_for, reminder_line
 
 if TYPE_CHECKING:
@@ -209,8 +210,14 @@ class TelegramChannel:
             return
         sender = message.from_user
         chat = message.chat
+        try:
+            key_of_chat = conversation_key(f"telegram:{chat.id}")
+        except InvalidInputError as exc:  # Telegram's ids are numbers; this is not Telegram
+            log.warning("telegram: update dropped: %s", exc)
+            self.inbox.handled(key)
+            return
         # The owner's 1:1 chat may be part of the owner's one conversation across channels.
-        scope = self.lore.config.conversation_scope(f"telegram:{chat.id}")
+        scope = self.lore.config.conversation_scope(key_of_chat)
         private = chat.type == "private"
         trust = self._trust(str(sender.id), private=private)
         if trust is None:

@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from lore.errors import InvalidInputError
+from lore.keys import conversation_key
+
 if TYPE_CHECKING:
     from lore.runtime import Runtime
 
@@ -46,19 +49,12 @@ def add_session(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_MAX_KEY = 200
-
-
 def session_key(text: str) -> str:
-    """A conversation key from the command line: one printable line, not empty."""
-    key = text.strip()
-    if not key:
-        raise argparse.ArgumentTypeError("a session key cannot be empty")
-    if not key.isprintable() or len(key) > _MAX_KEY:
-        raise argparse.ArgumentTypeError(
-            f"a session key is one line of at most {_MAX_KEY} printable characters"
-        )
-    return key
+    """A conversation key from the command line, in any script; see `conversation_key`."""
+    try:
+        return conversation_key(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_scoped(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import DEFAULT_SESSION, add_scoped, print_json, runtime, show_usage
 from lore.cli.forget import add_everywhere_flags, forget_everywhere
+from lore.errors import quoted
 
 if TYPE_CHECKING:
     from lore.ports.memories import Memory
@@ -119,7 +120,7 @@ def _limit(text: str) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be a number between 1 and 100, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a number between 1 and 100, not {quoted(text)}")
     return value
 
 
@@ -182,7 +183,7 @@ def _forget(args: argparse.Namespace) -> int:
         return forget_everywhere(args, args.id, None)
     text = str(args.id).strip().lstrip("#")
     if not text.isdecimal():
-        raise InvalidInputError(f"{args.id!r} is not a memory number; see `lore memory list`")
+        raise InvalidInputError(f"{quoted(args.id)} is not a memory number; see `lore memory list`")
     with runtime(args) as lore:
         erased = forget_memory(
             lore,
@@ -424,12 +425,12 @@ def _parse_expiry(text: str, lore: Runtime, now: datetime) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise InvalidInputError(f"--expires {text!r}: use YYYY-MM-DD or ISO 8601") from None
+        raise InvalidInputError(f"--expires {quoted(text)}: use YYYY-MM-DD or ISO 8601") from None
     if len(text.strip()) == 10:  # a date: it applies through that whole local day
         moment = moment + timedelta(days=1)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=lore.zone)
     if moment <= now:
         # Stored, it would never be shown: say so instead of "Noted".
-        raise InvalidInputError(f"--expires {text!r} is already past")
+        raise InvalidInputError(f"--expires {quoted(text)} is already past")
     return moment

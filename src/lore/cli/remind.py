@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_scoped, print_json, runtime, show_usage
+from lore.errors import quoted
 
 if TYPE_CHECKING:
     from lore.ports.outbox import OutboxItem
@@ -125,7 +126,9 @@ def _cancel(args: argparse.Namespace) -> int:
 
     text = str(args.id).strip().lstrip("#")
     if not text.isdecimal():
-        raise InvalidInputError(f"{args.id!r} is not a reminder number; see `lore remind list`")
+        raise InvalidInputError(
+            f"{quoted(args.id)} is not a reminder number; see `lore remind list`"
+        )
     with runtime(args) as lore:
         reminder = lore.reminders.cancel(
             args.session, int(text), by=lore.config.user_name, now=lore.clock.now()

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, load_runtime, print_json, session_key, show_usage
+from lore.errors import quoted
 
 if TYPE_CHECKING:
     from lore.ports.sessions import LiveSession
@@ -84,7 +85,9 @@ def _count(lowest: int) -> Callable[[str], int]:
         except ValueError:
             value = lowest - 1
         if value < lowest:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {lowest}, not {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {lowest}, not {quoted(text)}"
+            )
         return value
 
     return parse
@@ -140,7 +143,7 @@ def _show_live(lore: Runtime, args: argparse.Namespace, wanted: str) -> int:
     if len(found) != 1:
         what = "no" if not found else "more than one"
         raise SessionError(
-            f"{what} session {args.session_id!r}, closed or live; see `lore sessions list` "
+            f"{what} session {quoted(args.session_id)}, closed or live; see `lore sessions list` "
             "(and /status in a chat for the live one)"
         )
     return _print_live(lore, args, found[0])
@@ -220,7 +223,7 @@ def _show(args: argparse.Namespace) -> int:
         return _show_live(lore, args, wanted)
     if len(matches) > 1:
         ids = ", ".join(e.session_id[:12] for e in matches[:5])
-        raise SessionError(f"session id {args.session_id!r} is ambiguous ({ids})")
+        raise SessionError(f"session id {quoted(args.session_id)} is ambiguous ({ids})")
     entry = matches[0]
     start = args.offset if args.offset >= 0 else max(entry.message_count + args.offset, 0)
     messages, total = archive.read_messages(entry, offset=start, limit=args.limit or None)

@@ -13,6 +13,8 @@ import html
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from lore.text import one_line
+
 if TYPE_CHECKING:
     from lore.core.services import Services
     from lore.core.tools import ToolContext
@@ -72,9 +74,13 @@ def runtime_context(ctx: ToolContext, zone: tzinfo) -> str:
         "# Runtime context\n\n"
         f"- Current time: {local:%Y-%m-%d %H:%M} ({local:%A}), timezone {zone_name} "
         f"(UTC{local:%z})\n"
-        f"- Channel: {ctx.channel}\n"
-        f"- Conversation: {ctx.scope}\n"
-        # Who speaks is data from outside (a setting, a channel's user name): one line,
-        # escaped like the memory block's authors, so it cannot close a block.
-        f"- Speaking: {html.escape(' '.join(ctx.author.split()), quote=False)}"
+        f"- Channel: {_line(ctx.channel)}\n"
+        f"- Conversation: {_line(ctx.scope)}\n"
+        f"- Speaking: {_line(ctx.author)}"
     )
+
+
+def _line(text: str) -> str:
+    """Data from outside (a key, a channel's user name, a setting): one line, escaped like
+    the memory block's authors, so it can neither add a line nor close a block."""
+    return html.escape(one_line(text), quote=False)

@@ -26,7 +26,7 @@ from lore.llm.base import ChatRequest, Message, complete
 from lore.memory.flush import without_headings
 from lore.memory.transcript import render_messages
 from lore.ports.sessions import ArchivedSession, SessionArchive
-from lore.text import slugify
+from lore.text import one_line, slugify
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -275,7 +275,7 @@ def _parse(text: str, talk: Sequence[Message]) -> _Summary:
 def _header(entry: ArchivedSession, index_path: str) -> list[str]:
     return [
         f"- Session ID: {entry.session_id}",
-        f"- Session Key: {entry.key}",
+        f"- Session Key: {one_line(entry.key)}",
         f"- Ended At: {entry.ended_at}",
         f"- Transcript: {entry.transcript_path}",
         f"- Session Index: {index_path}",
@@ -297,7 +297,7 @@ def _raw_text(entry: ArchivedSession, index_path: str, talk: Sequence[Message], 
         content = " ".join(str(message.get("content", "")).split())
         if len(content) > _RAW_CHARS:
             content = content[:_RAW_CHARS] + " …"
-        who = message.get("author") or message.get("role")
+        who = one_line(str(message.get("author") or message.get("role")))
         lines.append(
             f"- **{message.get('role')}** ({who}, {message.get('timestamp', '')}): {content}"
         )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 from lore.ports.reminders import DueReminder, Reminder, ReminderStore
 from lore.reminders.when import format_local, parse_when, zone_name
 from lore.schedule import Schedule, next_after, parse_schedule
@@ -70,7 +70,7 @@ def create_reminder(
         if first is None:
             first = next_after(schedule, now, now, zone)
             if first is None:
-                raise InvalidInputError(f"recurrence {schedule.text!r} never fires")
+                raise InvalidInputError(f"recurrence {quoted(schedule.text)} never fires")
     assert first is not None
     canonical = schedule.text if schedule else None
     for pending in store.list(scope):

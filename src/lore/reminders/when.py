@@ -11,17 +11,18 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 from lore.reminders.phrases import Parts, absolute, normalize, relative
 from lore.schedule import localize
 
-__all__ = ["format_local", "parse_when", "zone_name"]
+__all__ = ["MAX_PHRASE", "format_local", "parse_when", "zone_name"]
 
 _EXAMPLES = (
     'try "in 10 minutes", "tomorrow 9am", "明天早上9点", "завтра в 9" '
     "or ISO like 2026-12-01T09:00+08:00"
 )
 _MAX_AHEAD = timedelta(days=3660)
+MAX_PHRASE = 200  # characters; a time said longer is no time (and costs dateparser seconds)
 _DEFAULT_HOUR = 9  # a day without a time ("tomorrow", "下周一") means 09:00
 # The hour a period names when said without one ("tomorrow morning", "下午", "вечером").
 _PERIOD_HOUR = {"am": 9, "noon": 12, "pm": 15, "evening": 19, "tonight": 20, "night": 21,
@@ -43,6 +44,10 @@ def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
     one-line reason for an unreadable phrase or a time that is not in the future."""
     if now.tzinfo is None:
         raise ValueError("parse_when needs an aware now")
+    if len(text) > MAX_PHRASE:
+        raise InvalidInputError(
+            f"a time is at most {MAX_PHRASE} characters, not {quoted(text.strip())}"
+        )
     phrase = normalize(text)
     if not phrase:
         raise InvalidInputError(f"no time given; {_EXAMPLES}")
@@ -55,16 +60,18 @@ def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
             or _parse_with_dateparser(phrase, local_now, zone)
         )
     except OverflowError:
-        raise InvalidInputError(f"{text.strip()!r} is more than 10 years ahead") from None
+        raise InvalidInputError(f"{quoted(text.strip())} is more than 10 years ahead") from None
     if result is None:
-        raise InvalidInputError(f"could not understand the time {text.strip()!r}; {_EXAMPLES}")
+        raise InvalidInputError(
+            f"could not understand the time {quoted(text.strip())}; {_EXAMPLES}"
+        )
     if result <= now:
         raise InvalidInputError(
             f"{format_local(result, zone)} is not in the future (it is now "
             f"{format_local(now, zone)}); give a later time"
         )
     if result - now > _MAX_AHEAD:
-        raise InvalidInputError(f"{text.strip()!r} is more than 10 years ahead")
+        raise InvalidInputError(f"{quoted(text.strip())} is more than 10 years ahead")
     return result.astimezone(zone)
 
 
@@ -76,7 +83,7 @@ def _parse_iso(phrase: str, zone: tzinfo) -> datetime | None:
     try:
         moment = datetime.fromisoformat(phrase.upper())
     except ValueError as exc:
-        raise InvalidInputError(f"{phrase!r} is not a valid date and time ({exc})") from exc
+        raise InvalidInputError(f"{quoted(phrase)} is not a valid date and time ({exc})") from exc
     if moment.tzinfo is not None:
         return moment
     if len(phrase) == 10:  # a bare date: the default hour
@@ -93,7 +100,7 @@ def _parse_relative(phrase: str, now: datetime, zone: tzinfo) -> datetime | None
         return None
     days, elapsed = offset
     if days + elapsed <= timedelta(0):
-        raise InvalidInputError(f"{phrase!r} is not in the future; give a later time")
+        raise InvalidInputError(f"{quoted(phrase)} is not in the future; give a later time")
     # Days move the wall clock, so "in 1 day" keeps its time across a DST change.
     moment = localize(now.replace(tzinfo=None) + days, zone) if days else now
     return (moment.astimezone(UTC) + elapsed).astimezone(zone)
@@ -212,6 +219,7 @@ def _parse_with_dateparser(phrase: str, now: datetime, zone: tzinfo) -> datetime
     for number in re.findall(r"\d+", phrase):
         if int(number) not in explained:
             raise InvalidInputError(
-                f"could not read every part of {phrase!r} (the {number} was ignored); {_EXAMPLES}"
+                f"could not read every part of {quoted(phrase)} (the {number} was ignored); "
+                f"{_EXAMPLES}"
             )
     return result

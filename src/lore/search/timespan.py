@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, timedelta, tzinfo
 
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 from lore.reminders.phrases import normalize
 from lore.search.rerank import TimeSpan
 
@@ -72,7 +72,7 @@ def parse_bound(text: str, now: datetime, zone: tzinfo, *, end: bool) -> float:
     span = parse_span(raw, now, zone)
     if span is None:
         raise InvalidInputError(
-            f"could not read the time {raw!r}; try 2023-05-08, 2023-05, 'last week', "
+            f"could not read the time {quoted(raw)}; try 2023-05-08, 2023-05, 'last week', "
             "'上个月' or 'в прошлом году'"
         )
     return span.end if end else span.start
@@ -106,7 +106,7 @@ def time_range(
         span = parse_span(when, now, zone)
         if span is None:
             parse_bound(when, now, zone, end=False)  # a moment, or the one-line reason
-            raise InvalidInputError(f"'when' needs a span such as 'last week', not {when!r}")
+            raise InvalidInputError(f"'when' needs a span such as 'last week', not {quoted(when)}")
         start = span.start if start is None else max(start, span.start)
         end = span.end if end is None else min(end, span.end)
     if start is not None and end is not None and end <= start:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lore.core.commands import Command
-from lore.errors import LoreError
+from lore.errors import LoreError, quoted
 from lore.events import CommandOutput
 from lore.text import counted
 
@@ -51,7 +51,7 @@ async def _why(conversation: CommandContext, args: str) -> str | CommandOutput:
     elif wanted.isdigit():
         index = int(wanted)
     else:
-        return CommandOutput(f"/why takes a message number, not {wanted!r}", ok=False)
+        return CommandOutput(f"/why takes a message number, not {quoted(wanted)}", ok=False)
     try:
         message = reply_at(session.messages, index)
     except LoreError as exc:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.core.provenance import SourceRef
 from lore.core.tools import ToolContext, optional_int, optional_str
-from lore.errors import ToolError
+from lore.errors import ToolError, quoted
 from lore.llm.base import Message, content_text
 from lore.ports.sessions import ArchivedSession
 from lore.text import counted
@@ -71,9 +71,9 @@ def find_archived(sessions: SessionStore, scope: str, session_id: str) -> Archiv
         return matches[0]
     if len(matches) > 1:
         ids = ", ".join(e.session_id[:12] for e in matches[:5])
-        raise ToolError(f"session id {session_id!r} is ambiguous ({ids}); give more of it")
+        raise ToolError(f"session id {quoted(session_id)} is ambiguous ({ids}); give more of it")
     raise ToolError(
-        f"no archived session {session_id!r} in this conversation; "
+        f"no archived session {quoted(session_id)} in this conversation; "
         "session_list shows the ones there are"
     )
 

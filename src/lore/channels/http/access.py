@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import InvalidInputError, NotFoundError, SessionError
+from lore.errors import InvalidInputError, NotFoundError, SessionError, quoted
 
 if TYPE_CHECKING:
     from lore.channels.http.auth import Client
@@ -293,7 +293,7 @@ class ScopeAccess:
         if entry is None or entry.key != self.scope:
             if missing_ok:
                 return None
-            raise NotFoundError(f"there is no session {session_id!r} in this conversation")
+            raise NotFoundError(f"there is no session {quoted(session_id)} in this conversation")
         return entry
 
 

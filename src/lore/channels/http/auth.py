@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lore.config import OWNER_SCOPE, Config
 from lore.errors import ConfigError, LoreError
+from lore.keys import conversation_key
 
 __all__ = [
     "Client",
@@ -57,10 +58,12 @@ class Client:
         return any(_matches(pattern, scope) for pattern in self.scopes)
 
     def check(self, scope: str) -> str:
-        """The scope, if this client may touch it; otherwise Forbidden, saying nothing more."""
-        if not scope or not self.may(scope):
+        """The scope, if it is a conversation key (else InvalidInputError) and this client
+        may touch it; otherwise Forbidden, saying nothing more."""
+        key = conversation_key(scope)
+        if not self.may(key):
             raise Forbidden("this token may not use that conversation")
-        return scope
+        return key
 
     @property
     def default_scope(self) -> str:

@@ -4,7 +4,10 @@ Clients send the whole conversation each time, as they do with any OpenAI server
 keeps its own session per scope, so only the newest user message is taken in and the
 rest is ignored (taking it again would double the history). The scope is the
 `X-Lore-Session` header, else `api:<user>` from the `user` field, else the client's
-default. Tool calls run inside Lore and are never shown; the reply comes back as a
+default; a key that is not one (a line break, a control character, over 200 characters) is
+refused before the turn runs. Headers carry only Latin-1, so `X-Lore-Session` comes back
+percent-encoded UTF-8 (`api:%E6%97%A5`, `:` and `@` as they are), and one sent in is
+decoded the same way. Tool calls run inside Lore and are never shown; the reply comes back as a
 `chat.completion`, or as `chat.completion.chunk` server-sent events ending `[DONE]`.
 
 A tool that must ask the owner first is refused (an error the model reads and explains),
@@ -22,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote, unquote
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -37,7 +41,7 @@ from lore.channels.http.approvals import (
 from lore.channels.http.auth import Client, Forbidden
 from lore.channels.http.context import Gateway, caller, error_response, gateway
 from lore.core.admission import check_message
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
 
 __all__ = ["router"]
@@ -80,7 +84,7 @@ async def chat_completions(
 ) -> JSONResponse | StreamingResponse:
     state = gateway(request)
     text = check_message(_new_user_text(body.messages), state.lore.config.max_message_chars)
-    user = (body.user or "").strip()
+    user = (body.user or "").strip(" ")
     scope = client.check(_scope(x_lore_session, user, client))
     author = user or client.author
     project = _project(state, client, scope, body.project)
@@ -90,7 +94,7 @@ async def chat_completions(
         return StreamingResponse(
             reply.chunks(body.model),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Lore-Session": scope},
+            headers={"Cache-Control": "no-cache", "X-Lore-Session": _session_header(scope)},
         )
     finished = await reply.finish()
     if isinstance(finished, CommandOutput):  # a slash command that refused: bad input
@@ -98,13 +102,34 @@ async def chat_completions(
     if isinstance(finished, ReplyFailed):
         return error_response(502, finished.message)
     return JSONResponse(
-        _completion(reply.id, body.model, finished), headers={"X-Lore-Session": scope}
+        _completion(reply.id, body.model, finished),
+        headers={"X-Lore-Session": _session_header(scope)},
     )
+
+
+def _session_header(scope: str) -> str:
+    """The `X-Lore-Session` value for a key: its UTF-8 percent-encoded, `:` and `@` kept."""
+    return quote(scope, safe=":@")
+
+
+def _session_of_header(value: str) -> str:
+    """The key an `X-Lore-Session` header names: percent-encoded UTF-8, as Lore sends it;
+    raw UTF-8 bytes (which arrive read as Latin-1) are taken as what they spell."""
+    try:
+        value = value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        pass
+    try:
+        return unquote(value.strip(" "), errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidInputError(
+            f"the X-Lore-Session header {quoted(value)} is not percent-encoded UTF-8"
+        ) from None
 
 
 def _scope(header: str | None, user: str, client: Client) -> str:
     if header and header.strip():
-        return header.strip()
+        return _session_of_header(header)
     if user:
         return f"api:{user}"
     return client.default_scope
@@ -119,7 +144,7 @@ def _project(state: Gateway, client: Client, scope: str, name: str | None) -> Pa
         raise Forbidden("only the owner's token may choose a project")
     if not state.lore.config.is_owner_scope(scope):
         raise InvalidInputError(
-            f"{scope!r} is not one of the owner's conversations (cli:*, owner_scopes), "
+            f"{quoted(scope)} is not one of the owner's conversations (cli:*, owner_scopes), "
             "where the file tools work; a project needs one"
         )
     return choose_project(state.lore.config, name)

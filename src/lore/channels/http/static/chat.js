@@ -109,7 +109,7 @@
         headers: {
           "Content-Type": "application/json",
           "X-CSRF-Token": csrf,
-          "X-Lore-Session": form.dataset.scope,
+          "X-Lore-Session": encodeURIComponent(form.dataset.scope),
           "X-Lore-Approvals": "stream",
         },
         body: JSON.stringify({
