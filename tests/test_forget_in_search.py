@@ -216,3 +216,47 @@ async def test_lore_memory_forget_all_leaves_nothing_for_search_to_restate(
     assert main(["memory", "forget", "--all"]) == 0
     for case in CASES:
         assert case.word not in _cli_hits(capsys, case.word).casefold()
+
+
+def test_a_forget_during_the_indexing_of_its_turn_is_not_undone_by_it(lore: Runtime) -> None:
+    """The after-turn indexing runs in a thread beside extraction: an indexing that read the
+    hidden turns just before a forget must not put back the turn the forget dropped."""
+    import threading
+
+    from lore.core.forgetting import forget_memory
+    from lore.ports.memories import Source
+
+    session = lore.session(KEY)
+    session.append(
+        [{"role": "user", "content": "I love jazz"}, {"role": "assistant", "content": "OK."}]
+    )
+    memory, _ = lore.memory.remember(
+        KEY, "Anna loves jazz music", author="anna", via="extraction", now=lore.clock.now(),
+        source=Source(session.meta.session_id, 0),
+    )  # fmt: skip
+    index = searcher(lore).index
+    read, go = threading.Event(), threading.Event()
+    hidden = index.hidden
+
+    def slow_hidden(kind: str) -> dict[str, frozenset[str]]:
+        marks = hidden(kind)
+        if threading.current_thread().name == "indexing":
+            read.set()
+            go.wait(5)
+        return marks
+
+    index.hidden = slow_hidden  # type: ignore[method-assign]
+    indexing = threading.Thread(target=searcher(lore).index_live, args=(KEY,), name="indexing")
+    indexing.start()
+    assert read.wait(5)
+    forgetting = threading.Thread(
+        target=forget_memory,
+        args=(lore, KEY, memory.id),
+        kwargs={"by": "anna", "via": "extraction", "now": lore.clock.now()},
+    )
+    forgetting.start()
+    forgetting.join(0.5)  # without the indexing lock the forget finishes here
+    go.set()
+    indexing.join(5)
+    forgetting.join(5)
+    assert not [h for h in _found(lore, "jazz") if "jazz" in h.casefold()]

@@ -22,6 +22,13 @@ __all__ = ["hide_forgotten"]
 
 def hide_forgotten(lore: SearchServices, forgotten: Forgotten) -> None:
     """Leave what restates `forgotten` out of the index, for good."""
+    from lore.search import sources
+
+    with sources.INDEXING:
+        _hide(lore, forgotten)
+
+
+def _hide(lore: SearchServices, forgotten: Forgotten) -> None:
     from lore.search import searcher, sources
 
     found = searcher(lore)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -56,6 +57,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Indexing a live session and hiding a forgotten turn are ordered by this lock: an
+# indexing that read the hidden marks before a forget could otherwise put back the turn
+# the forget had just dropped.
+INDEXING = threading.RLock()
 
 NOTES_SCOPE = OWNER_SCOPE
 _CONTEXT_CHARS = 300  # of the previous turn, embedded with a message
@@ -434,6 +440,11 @@ def index_live(index: SearchIndex, session: LiveSession, *, zone: tzinfo = UTC) 
     added. Only new messages are added (entries already embedded keep their vectors):
     the last turn indexed before them keeps a key without the turn that follows it until
     the session is archived, when its transcript is indexed afresh as one source."""
+    with INDEXING:
+        return _index_live(index, session, zone)
+
+
+def _index_live(index: SearchIndex, session: LiveSession, zone: tzinfo) -> int:
     meta = session.meta
     messages = session.messages
     known = index.source_record("message", meta.session_id)
