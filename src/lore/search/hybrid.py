@@ -34,13 +34,14 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Literal
 
 from lore.embed import Vectors
 from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.ports.search import Stored
 from lore.search.feedback import feedback_ranking
+from lore.search.hit import Hit, snippet
 from lore.search.lifts import group_of, lift_sessions, weigh_summaries
 from lore.search.relevance import anchor_floor, hub_floors, keep_relevant
 from lore.search.rerank import Candidate, FeatureReranker, Reranker, TimeSpan
@@ -80,47 +81,16 @@ class Fusion:
 DEFAULT_FUSION = Fusion()
 
 
-@dataclass(frozen=True)
-class Hit:
-    entry: Stored
-    score: float
-    text_rank: int | None  # 1-based rank in each list, None when absent
-    vector_rank: int | None
-    duplicates: list[Stored] = field(default_factory=list)
-    superseded_by: int | None = None  # a message stating a memory's old value
+@dataclass
+class _Lists:
+    """What the two searches found: each list's ranks, and the query's vector with the
+    cosine of each vector hit and this query's relevance floor (None: text only)."""
 
-    @property
-    def source(self) -> dict[str, Any]:
-        e = self.entry
-        if e.kind == "memory":
-            return {"kind": "memory", "memory_id": e.locator}
-        if e.kind == "note":
-            return {"kind": "note", "path": e.source, "line": e.locator}
-        return {"kind": "message", "session_id": e.source, "message_index": e.locator}
-
-    @property
-    def label(self) -> str:
-        e = self.entry
-        if e.kind == "memory":
-            return f"memory #{e.locator}"
-        if e.kind == "note":
-            return f"{e.source}:{e.locator}"
-        return f"session {e.source} message {e.locator}"
-
-    def to_dict(self, query: str = "") -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "scope": self.entry.scope,
-            "time": datetime.fromtimestamp(self.entry.at, UTC).isoformat(timespec="seconds"),
-            "speaker": self.entry.speaker,
-            "text": snippet(self.entry.text, query) if query else self.entry.text,
-            "score": round(self.score, 6),
-            "matched": [
-                n for n, r in (("text", self.text_rank), ("vector", self.vector_rank)) if r
-            ],
-            "duplicates": len(self.duplicates),
-            "superseded_by": self.superseded_by,
-        }
+    text_rank: dict[int, int]
+    vector_rank: dict[int, int]
+    vector: Vectors | None = None
+    similarity: dict[int, float] = field(default_factory=dict)
+    floor: float | None = None
 
 
 def search(
@@ -139,64 +109,128 @@ def search(
 ) -> list[Hit]:
     """The best `limit` entries of these scopes for `query`, near-duplicates collapsed.
     `after`/`before` keep only entries said in that range or about a time in it; `about`
-    (a time the query names) lets the reranker favour entries near it."""
+    (a time the query names) lets the reranker favour entries near it. The stages are
+    those of the module's docstring, in its order."""
     query = query.strip()
     if not query or not scopes or limit <= 0:
         return []
     moment = now.timestamp() if isinstance(now, datetime) else now
     ranged = after is not None or before is not None
     wanted = max(fusion.candidates, limit * 3) * (4 if ranged else 1)
-    # The query's embedding (C code, without the GIL) runs while SQLite ranks the text.
+    lists = _candidates(index, query, scopes, mode=mode, wanted=wanted, now=moment)
+    fused = _fuse(lists, fusion)
+    if lists.vector is not None and fusion.feedback:
+        _add_feedback(index, scopes, lists.vector, fused, fusion, wanted=wanted, now=moment)
+    entries = _with_neighbours(index, fused, lists.vector, fusion, scopes, after, before)
+    if lists.vector is not None and fusion.window and fusion.window_weight:
+        _add_window(index, lists.vector, fused, entries, fusion)
+    scores = {i: s for i, s in fused.items() if i in entries}  # gone, or out of range
+    _lift_neighbours(scores, entries, fusion)
+    lift_sessions(scores, entries, fusion.session_weight)
+    weigh_summaries(scores, entries, fusion.summary_weight)
+    if fusion.rerank or reranker is not None:
+        scores = _rerank(query, scores, entries, fusion, reranker, about)
+    _prefer_recent(scores, entries, fusion, now=moment)
+    hits = _pick(entries, scores, lists.text_rank, lists.vector_rank, limit, fusion)
+    if lists.floor is None:
+        return hits
+    # Relevant or absent: a hit found by meaning alone must clear this query's floor,
+    # and be nearer the query than a query about nothing is to it.
+    return keep_relevant(hits, lists.similarity, lists.floor, _hubs(index, query, hits))
+
+
+def _candidates(
+    index: SearchIndex, query: str, scopes: Sequence[str], *, mode: Mode, wanted: int, now: float
+) -> _Lists:
+    """Stage 1: each list's pool. The query's embedding (C code, without the GIL) runs
+    while the index ranks the text; an embedder that fails leaves the text list alone."""
     embedding = (
         None if mode == "text" else _embedder().submit(index.embedder.embed_queries, [query])
     )
-    text_ids = (
-        [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=moment)
-    )
-    vector_ids: list[int] = []
-    vector: Vectors | None = None
-    similarity: dict[int, float] = {}
-    floor: float | None = None
-    if embedding is not None:
-        try:
-            vector = embedding.result()[0]
-        except (ImportError, OSError, RuntimeError) as exc:  # degrade to text, never fail
-            log.warning("embedding the query failed, searching by text only: %s", exc)
-        else:
-            found = index.vector_search(scopes, vector, limit=wanted, now=moment)
-            vector_ids = [entry_id for entry_id, _ in found]
-            similarity = dict(found)
-            floor = anchor_floor(index.embedder, vector)
+    text_ids = [] if mode == "vector" else index.text_search(scopes, query, limit=wanted, now=now)
+    lists = _Lists(_ranks(text_ids), {})
+    if embedding is None:
+        return lists
+    try:
+        vector = embedding.result()[0]
+    except (ImportError, OSError, RuntimeError) as exc:  # degrade to text, never fail
+        log.warning("embedding the query failed, searching by text only: %s", exc)
+        return lists
+    found = index.vector_search(scopes, vector, limit=wanted, now=now)
+    lists.vector_rank = _ranks([entry_id for entry_id, _ in found])
+    lists.vector = vector
+    lists.similarity = dict(found)
+    lists.floor = anchor_floor(index.embedder, vector)
+    return lists
 
+
+def _ranks(ids: Sequence[int]) -> dict[int, int]:
+    return {entry_id: rank for rank, entry_id in enumerate(ids, 1)}
+
+
+def _fuse(lists: _Lists, fusion: Fusion) -> dict[int, float]:
+    """Stage 2: reciprocal rank fusion, the text list weighted above the vector list."""
     fused: dict[int, float] = {}
-    text_rank = {entry_id: rank for rank, entry_id in enumerate(text_ids, 1)}
-    vector_rank = {entry_id: rank for rank, entry_id in enumerate(vector_ids, 1)}
-    for ranks, weight in ((text_rank, fusion.text_weight), (vector_rank, 1.0)):
+    for ranks, weight in ((lists.text_rank, fusion.text_weight), (lists.vector_rank, 1.0)):
         for entry_id, rank in ranks.items():
             fused[entry_id] = fused.get(entry_id, 0.0) + weight / (fusion.rrf_k + rank)
-    if vector is not None and fusion.feedback:
-        again = feedback_ranking(
-            index, scopes, vector, fused, top=fusion.feedback, weight=fusion.feedback_weight,
-            limit=wanted, now=moment,
-        )  # fmt: skip
-        for rank, entry_id in enumerate(again, 1):
-            fused[entry_id] = fused.get(entry_id, 0.0) + 1.0 / (fusion.rrf_k + rank)
-    # A session's messages (a file's chunks) are indexed in order, in one transaction,
-    # so their entry ids are consecutive: an entry's neighbours are id - 1 and id + 1.
-    # Without a query vector there is no window to read: only the lift's neighbours.
+    return fused
+
+
+def _add_feedback(
+    index: SearchIndex,
+    scopes: Sequence[str],
+    vector: Vectors,
+    fused: dict[int, float],
+    fusion: Fusion,
+    *,
+    wanted: int,
+    now: float,
+) -> None:
+    """Pseudo-relevance feedback (off by default): a list from the best entries' vectors."""
+    again = feedback_ranking(
+        index, scopes, vector, fused, top=fusion.feedback, weight=fusion.feedback_weight,
+        limit=wanted, now=now,
+    )  # fmt: skip
+    for rank, entry_id in enumerate(again, 1):
+        fused[entry_id] = fused.get(entry_id, 0.0) + 1.0 / (fusion.rrf_k + rank)
+
+
+def _with_neighbours(
+    index: SearchIndex,
+    fused: dict[int, float],
+    vector: Vectors | None,
+    fusion: Fusion,
+    scopes: Sequence[str],
+    after: float | None,
+    before: float | None,
+) -> dict[int, Stored]:
+    """The candidates and their neighbours, read once, in these scopes and the range.
+
+    A session's messages (a file's chunks) are indexed in order, in one transaction, so
+    their entry ids are consecutive: an entry's neighbours are id - 1 and id + 1. Without
+    a query vector there is no window to read: only the lift's neighbours."""
     reach = max(1, fusion.window) if vector is not None else 1
     nearby = {i + d for i in fused for d in range(-reach, reach + 1)}
     entries = index.fetch(sorted(nearby | fused.keys()))
     allowed = set(scopes)
-    entries = {
-        i: e for i, e in entries.items() if e.scope in allowed and _in_range(e, after, before)
-    }
-    if vector is not None and fusion.window and fusion.window_weight:
-        window_ids = _window_ranking(index, vector, entries, fusion.window)
-        for rank, entry_id in enumerate(window_ids, 1):
-            share = fusion.window_weight / (fusion.rrf_k + rank)
-            fused[entry_id] = fused.get(entry_id, 0.0) + share
-    scores = {i: s for i, s in fused.items() if i in entries}  # gone, or out of range
+    return {i: e for i, e in entries.items() if e.scope in allowed and _in_range(e, after, before)}
+
+
+def _add_window(
+    index: SearchIndex,
+    vector: Vectors,
+    fused: dict[int, float],
+    entries: dict[int, Stored],
+    fusion: Fusion,
+) -> None:
+    """Stage 3: the turn in its context, fused as a third, lighter list."""
+    for rank, entry_id in enumerate(_window_ranking(index, vector, entries, fusion.window), 1):
+        fused[entry_id] = fused.get(entry_id, 0.0) + fusion.window_weight / (fusion.rrf_k + rank)
+
+
+def _lift_neighbours(scores: dict[int, float], entries: dict[int, Stored], fusion: Fusion) -> None:
+    """Stage 4: the turns just before and after a hit score at least a share of it."""
     for entry_id, score in list(scores.items()):
         entry = entries[entry_id]
         if entry.kind == "memory":
@@ -206,25 +240,33 @@ def search(
             other = entries.get(near)
             if other is not None and _same_source(other, entry):
                 scores[near] = max(scores.get(near, 0.0), share * score)
-    lift_sessions(scores, entries, fusion.session_weight)
-    weigh_summaries(scores, entries, fusion.summary_weight)
-    if fusion.rerank or reranker is not None:
-        chosen = reranker or FeatureReranker(
-            speaker_bonus=fusion.speaker_bonus, coverage_bonus=fusion.coverage_bonus
-        )
-        ids = list(scores)
-        new = chosen.rerank(query, [Candidate(entries[i], scores[i]) for i in ids], about=about)
-        scores = dict(zip(ids, new, strict=True))
+
+
+def _rerank(
+    query: str,
+    scores: dict[int, float],
+    entries: dict[int, Stored],
+    fusion: Fusion,
+    reranker: Reranker | None,
+    about: TimeSpan | None,
+) -> dict[int, float]:
+    """Stage 6: the reranking seam (the feature reranker unless one is given)."""
+    chosen = reranker or FeatureReranker(
+        speaker_bonus=fusion.speaker_bonus, coverage_bonus=fusion.coverage_bonus
+    )
+    ids = list(scores)
+    new = chosen.rerank(query, [Candidate(entries[i], scores[i]) for i in ids], about=about)
+    return dict(zip(ids, new, strict=True))
+
+
+def _prefer_recent(
+    scores: dict[int, float], entries: dict[int, Stored], fusion: Fusion, *, now: float
+) -> None:
+    """Stage 7: a mild recency prior, halving with the configured half-life."""
     half_life = fusion.recency_half_life_days * 86400.0
     for entry_id in scores:
-        age = max(0.0, moment - entries[entry_id].at)
+        age = max(0.0, now - entries[entry_id].at)
         scores[entry_id] *= 1.0 + fusion.recency_weight * 0.5 ** (age / half_life)
-    hits = _pick(entries, scores, text_rank, vector_rank, limit, fusion)
-    if floor is None:
-        return hits
-    # Relevant or absent: a hit found by meaning alone must clear this query's floor,
-    # and be nearer the query than a query about nothing is to it.
-    return keep_relevant(hits, similarity, floor, _hubs(index, query, hits))
 
 
 def _hubs(index: SearchIndex, query: str, hits: Sequence[Hit]) -> dict[int, float]:
@@ -301,7 +343,7 @@ def _pick(
     limit: int,
     fusion: Fusion,
 ) -> list[Hit]:
-    """The final cut, best first: near-duplicates fold into the better copy, and (with a
+    """Stage 8, the final cut, best first: near-duplicates fold into the better copy, and (with a
     session decay) each further pick from one session counts for less, so one long
     session cannot fill every place."""
     hits: list[Hit] = []
@@ -359,21 +401,3 @@ def _near_duplicate(grams: set[str], kept: list[set[str]], threshold: float) -> 
         if union and len(grams & other) / union >= threshold:
             return position
     return None
-
-
-_TERM = re.compile(r"[^\W_]{2,}")
-
-
-def snippet(text: str, query: str, width: int = 280) -> str:
-    """`text` cut to about `width` characters around the first place the query matches."""
-    if len(text) <= width:
-        return text
-    lowered = normalise(text)
-    positions = [lowered.find(t) for t in _TERM.findall(normalise(query)) if len(t) >= 2]
-    # A CJK query word is often longer than the text's word: try its first two characters.
-    positions += [lowered.find(t[:2]) for t in _TERM.findall(normalise(query)) if len(t) > 2]
-    found = [p for p in positions if p >= 0]
-    start = max(0, min(found) - width // 3) if found else 0
-    end = min(len(text), start + width)
-    start = max(0, end - width)
-    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")

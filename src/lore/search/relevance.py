@@ -31,7 +31,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from lore.embed import Embedder, Vectors
-    from lore.search.hybrid import Hit
+    from lore.search.hit import Hit
 
 __all__ = [
     "ANCHORS",
