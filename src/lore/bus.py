@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lore.core.loop import TurnResult
     from lore.core.services import Services
     from lore.ports.sessions import LiveSession
-    from lore.reminders.scheduler import Deliver
+    from lore.reminders.delivery import Deliver
 
 __all__ = ["Bus", "Conversation", "Outcome"]
 

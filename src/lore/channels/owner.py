@@ -20,8 +20,7 @@ from lore.reminders.delivery import reminder_event
 
 if TYPE_CHECKING:
     from lore.ports.sessions import LiveSession
-    from lore.reminders.delivery import Delivery
-    from lore.reminders.scheduler import Deliver
+    from lore.reminders.delivery import Deliver, Delivery
     from lore.runtime import Runtime
 
 __all__ = ["owner_reminders", "reminder_channel", "terminal_delivers"]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from lore.channels.line import LineChannel
     from lore.channels.telegram import TelegramChannel
-    from lore.reminders.scheduler import Deliver
+    from lore.reminders.delivery import Deliver
     from lore.runtime import Runtime
 
 __all__ = ["register"]

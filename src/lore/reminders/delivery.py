@@ -8,7 +8,7 @@ channel, which renders it (the terminal above the prompt, chat channels as a men
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -21,9 +21,9 @@ from lore.reminders.when import format_local
 
 if TYPE_CHECKING:
     from lore.ports.sessions import SessionStore
-    from lore.reminders.scheduler import Deliver
 
 __all__ = [
+    "Deliver",
     "Delivery",
     "format_reminder",
     "mention_for",
@@ -77,6 +77,10 @@ class Delivery:
     @property
     def timezone(self) -> str:
         return str(self.item.payload.get("timezone") or "UTC")
+
+
+# How a due occurrence reaches its conversation (the session, then the channel).
+Deliver = Callable[[Delivery], Awaitable[None]]
 
 
 def mention_for(due: Delivery) -> str:

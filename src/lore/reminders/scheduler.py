@@ -15,7 +15,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 
 from lore.clock import Clock
@@ -23,14 +23,13 @@ from lore.errors import LoreError
 from lore.lease_holder import LeaseHolder
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
-from lore.reminders.delivery import Delivery
+from lore.reminders.delivery import Deliver, Delivery
 from lore.text import counted
 
 __all__ = ["Deliver", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
-Deliver = Callable[[Delivery], Awaitable[None]]
 _RETRY_SECONDS = 30.0  # a failed delivery is tried again after this, then less often
 
 
