@@ -278,8 +278,7 @@ async def test_a_members_turn_counts_only_the_tool_schemas_it_was_offered(
 ) -> None:
     import json as _json
 
-    from lore.core.feature import Feature
-    from lore.core.turn import CompletedTurn
+    from lore.core.feature import CompletedTurn, Feature
     from lore.events import Emit, Inbound
     from lore.llm.tokens import TokenCounter
 

@@ -9,10 +9,9 @@ import pytest
 
 from lore.bus import Conversation
 from lore.core.context import IDENTITY
-from lore.core.feature import Feature
+from lore.core.feature import CompletedTurn, Feature
 from lore.core.loop import TurnResult
 from lore.core.tools import ToolContext
-from lore.core.turn import CompletedTurn
 from lore.errors import AuthenticationError, ProviderServerError
 from lore.events import Emit, Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
 from lore.llm.scripted import ScriptedProvider, Step

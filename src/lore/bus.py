@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lore.core.approval import Approver
+    from lore.core.feature import Assembled
     from lore.core.loop import TurnResult
-    from lore.core.services import Services
     from lore.ports.sessions import LiveSession
     from lore.reminders.delivery import Deliver
 
@@ -67,7 +67,7 @@ class _Queue:
 
 
 class Bus:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Assembled) -> None:
         self.services = services
         self.turns = TurnRunner(services)
         self._queues: dict[str, _Queue] = {}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from lore.text import one_line
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.core.feature import Assembled
     from lore.core.tools import ToolContext
 
 __all__ = ["IDENTITY", "OWNER_FILES", "TOOL_CONTRACT", "ContextBuilder", "runtime_context"]
@@ -42,7 +42,7 @@ the call, never pretend it worked.
 class ContextBuilder:
     """Builds the system prompt for one turn of one conversation."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Assembled) -> None:
         self.services = services
 
     def build(self, ctx: ToolContext, *, tools_enabled: bool = True) -> str:

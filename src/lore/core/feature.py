@@ -6,25 +6,49 @@ uses; the core collects their contributions. Nothing is wired by module-name str
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import difflib
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from lore.core.services import Services
 
 if TYPE_CHECKING:
-    from lore.core.commands import Command
     from lore.core.tools import Tool, ToolContext
-    from lore.core.turn import CompletedTurn
-    from lore.events import Emit
-    from lore.ports.sessions import ArchivedSession
+    from lore.events import CommandOutput, Emit, Trust
+    from lore.llm.base import Message
+    from lore.ports.sessions import ArchivedSession, LiveSession
 
 __all__ = [
     "AfterTurn",
+    "Assembled",
+    "Command",
+    "CommandContext",
+    "CommandRegistry",
+    "CompletedTurn",
     "ContextSection",
     "Feature",
     "Forgotten",
+    "Handler",
     "MemoryForgotten",
     "SessionClosed",
 ]
+
+
+@dataclass(frozen=True)
+class CompletedTurn:
+    """What background work after a turn gets to see."""
+
+    scope: str
+    author: str
+    channel: str
+    session_id: str
+    user_index: int  # index of the user message in the live session
+    user_text: str
+    reply_text: str
+    messages: list[Message]  # user message + everything the turn added
+    fixed_tokens: int = 0  # system prompt + tool schemas + the user message, as sent
+
 
 # A system-prompt section: given the turn, its text or None.
 ContextSection = Callable[["ToolContext"], "str | None"]
@@ -49,6 +73,33 @@ MemoryForgotten = Callable[[Forgotten], None]
 
 
 @dataclass(frozen=True)
+class CommandContext:
+    """Who runs a command, where, and with what."""
+
+    lore: Assembled
+    scope: str
+    author: str
+    channel: str
+    trust: Trust
+    emit: Emit
+
+    @property
+    def session(self) -> LiveSession:
+        return self.lore.session(self.scope)
+
+
+Handler = Callable[[CommandContext, str], Awaitable["str | CommandOutput | None"]]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # without the slash
+    summary: str
+    handler: Handler
+    usage: str = ""  # e.g. "ID" for "/forget ID"
+
+
+@dataclass(frozen=True)
 class Feature:
     name: str
     tools: Sequence[Tool] = ()
@@ -59,3 +110,53 @@ class Feature:
     memory_forgotten: Sequence[MemoryForgotten] = ()
     # Tools only the owner's conversations may see (file and shell tools).
     owner_only: bool = False
+
+
+class Assembled(Services, Protocol):
+    """The services with the features the composition root built on them, and the
+    commands those features (and the core) registered: what the turn, a session's close
+    and forgetting a memory go through."""
+
+    @property
+    def features(self) -> list[Feature]: ...
+
+    @property
+    def commands(self) -> CommandRegistry: ...
+
+
+class CommandRegistry:
+    def __init__(self, commands: Iterable[Command] = ()) -> None:
+        self._commands: dict[str, Command] = {}
+        for command in commands:
+            self.add(command)
+
+    def add(self, command: Command) -> None:
+        if command.name in self._commands:
+            raise ValueError(f"command /{command.name} registered twice")
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._commands)
+
+    def __iter__(self) -> Iterator[Command]:
+        return iter(sorted(self._commands.values(), key=lambda c: c.name))
+
+    def suggest(self, name: str) -> str | None:
+        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
+        return close[0] if close else None
+
+    def unknown_message(self, name: str) -> str:
+        guess = self.suggest(name)
+        hint = f" — did you mean /{guess}?" if guess else " — type /help for the list"
+        return f"Unknown command /{name}{hint}"
+
+    def help_text(self) -> str:
+        width = max((len(c.name) + len(c.usage) for c in self), default=0) + 3
+        lines = ["Commands:"]
+        for command in self:
+            label = f"/{command.name}" + (f" {command.usage}" if command.usage else "")
+            lines.append(f"  {label.ljust(width)} {command.summary}")
+        return "\n".join(lines)

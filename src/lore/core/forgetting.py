@@ -13,7 +13,7 @@ from lore.core.feature import Forgotten
 from lore.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.core.feature import Assembled
 
 __all__ = ["KEPT_IN_TRANSCRIPT", "forget_memory"]
 
@@ -24,7 +24,7 @@ _MIN_CHARS = 3  # a shorter text would match ordinary words
 
 
 def forget_memory(
-    lore: Services,
+    lore: Assembled,
     scope: str,
     memory_id: int,
     *,
@@ -45,7 +45,7 @@ def forget_memory(
 
 
 def _what_carries(
-    lore: Services, scope: str, memory_id: int, turn: tuple[str, int] | None
+    lore: Assembled, scope: str, memory_id: int, turn: tuple[str, int] | None
 ) -> Forgotten:
     memory = lore.memory.get(scope, memory_id)
     versions = {memory.id: memory}
@@ -70,7 +70,7 @@ def _what_carries(
     return Forgotten(scope, kept, tuple(dict.fromkeys(turns)))
 
 
-def _message_text(lore: Services, scope: str, session_id: str, index: int) -> str | None:
+def _message_text(lore: Assembled, scope: str, session_id: str, index: int) -> str | None:
     from lore.errors import SessionError
 
     live = lore.session(scope)

@@ -1,7 +1,10 @@
 """What features may ask of the runtime: the stores behind their ports, the model, time.
 
 `lore.runtime.Runtime` is the one implementation; features and the core only ever see
-this Protocol, so they never import the composition root, a backend or a channel.
+this Protocol, so they never import the composition root, a backend or a channel. What
+the features themselves add (their hooks, commands) is `lore.core.feature.Assembled`:
+this Protocol names nothing above the ports, so the modules that take it never import
+one another back.
 """
 
 from __future__ import annotations
@@ -16,9 +19,7 @@ if TYPE_CHECKING:
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.background import Background
-    from lore.core.commands import CommandRegistry
     from lore.core.confirmation import Confirmations
-    from lore.core.feature import Feature
     from lore.core.tools import ToolRegistry
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
@@ -95,13 +96,7 @@ class Services(Protocol):
     def notes(self) -> NotesStore: ...
 
     @property
-    def features(self) -> list[Feature]: ...
-
-    @property
     def tools(self) -> ToolRegistry: ...
-
-    @property
-    def commands(self) -> CommandRegistry: ...
 
     @property
     def context_window(self) -> int: ...

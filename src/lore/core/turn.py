@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lore.core.context import ContextBuilder
+from lore.core.feature import CompletedTurn
 from lore.core.loop import TurnResult, run_tool_loop
 from lore.core.tools import ToolContext
 from lore.core.window import history_window
@@ -28,31 +28,16 @@ from lore.llm.base import Message
 
 if TYPE_CHECKING:
     from lore.core.approval import Approver
-    from lore.core.services import Services
+    from lore.core.feature import Assembled
     from lore.ports.sessions import LiveSession
 
-__all__ = ["CompletedTurn", "TurnRunner", "tool_context"]
+__all__ = ["TurnRunner", "tool_context"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CompletedTurn:
-    """What background work after a turn gets to see."""
-
-    scope: str
-    author: str
-    channel: str
-    session_id: str
-    user_index: int  # index of the user message in the live session
-    user_text: str
-    reply_text: str
-    messages: list[Message]  # user message + everything the turn added
-    fixed_tokens: int = 0  # system prompt + tool schemas + the user message, as sent
-
-
 def tool_context(
-    services: Services,
+    services: Assembled,
     session: LiveSession,
     inbound: Inbound,
     approver: Approver | None = None,
@@ -75,7 +60,7 @@ def tool_context(
 class TurnRunner:
     """Runs turns against the services; the bus calls it one turn per scope at a time."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Assembled) -> None:
         self.services = services
         self.context = ContextBuilder(services)
         # Set on a clean shutdown (SIGTERM): a turn cut short keeps what was shown.

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from lore.clock import Clock
     from lore.config import Config
-    from lore.core.turn import CompletedTurn
+    from lore.core.feature import CompletedTurn
     from lore.events import Emit
     from lore.llm.base import Provider
     from lore.ports.memories import MemoryStore

@@ -9,16 +9,15 @@ from typing import TYPE_CHECKING
 from lore.core.feature import AfterTurn, ContextSection, Feature
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.core.feature import Assembled, CompletedTurn
     from lore.core.tools import ToolContext
-    from lore.core.turn import CompletedTurn
     from lore.events import Emit
     from lore.ports.sessions import ArchivedSession
 
 __all__ = ["memory_feature"]
 
 
-def memory_feature(lore: Services) -> Feature:
+def memory_feature(lore: Assembled) -> Feature:
     from lore.memory.commands import dream_commands, memory_commands
     from lore.memory.consolidation import consolidate_after_turn
     from lore.memory.lifecycle import archived_summary_section, recent_history_section
@@ -79,7 +78,7 @@ def memory_feature(lore: Services) -> Feature:
     )
 
 
-def _memory_sections(lore: Services, ctx: ToolContext) -> str | None:
+def _memory_sections(lore: Assembled, ctx: ToolContext) -> str | None:
     """How memory works (when the model has tools), the block, and MEMORY.md (owner)."""
     from lore.memory.block import MEMORY_GUIDE, render_memory_block
 

@@ -22,7 +22,7 @@ from lore.ports.memories import clean_author
 
 if TYPE_CHECKING:
     from lore.core.commands import CommandContext
-    from lore.core.services import Services
+    from lore.core.feature import Assembled
     from lore.core.tools import ToolContext
     from lore.ports.memories import Memory, MemoryStore
 
@@ -78,7 +78,7 @@ def kept_of(store: MemoryStore, scope: str, person: str) -> list[Memory]:
 
 
 def forget_noted_by(
-    lore: Services, scope: str, memory_ids: list[int], person: str, *, by: str, via: str,
+    lore: Assembled, scope: str, memory_ids: list[int], person: str, *, by: str, via: str,
     now: datetime,
 ) -> list[int]:  # fmt: skip
     """Forget those of `memory_ids` still active here and noted by `person`, from memory
@@ -111,7 +111,7 @@ def _listing(memories: list[Memory], person: str) -> str:
     return "\n".join(lines)
 
 
-def _ask_to_forget(lore: Services, scope: str, person: str, *, via: str, now: datetime) -> str:
+def _ask_to_forget(lore: Assembled, scope: str, person: str, *, via: str, now: datetime) -> str:
     """Ask the person to confirm forgetting what they noted here; the question's text."""
     mine = kept_of(lore.memory, scope, person)
     if not mine:
@@ -169,7 +169,7 @@ class ForgetMyMemoriesTool:
     )
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
 
-    def __init__(self, lore: Services) -> None:
+    def __init__(self, lore: Assembled) -> None:
         self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:

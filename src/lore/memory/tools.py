@@ -16,7 +16,7 @@ from lore.errors import InvalidInputError, NotFoundError, ToolError
 from lore.ports.memories import KINDS, MAX_CONTENT, Source
 
 if TYPE_CHECKING:
-    from lore.core.services import Services
+    from lore.core.feature import Assembled
     from lore.ports.memories import MemoryStore
 
 __all__ = ["ForgetTool", "RememberTool"]
@@ -115,7 +115,7 @@ class ForgetTool:
         "required": ["id"],
     }
 
-    def __init__(self, lore: Services) -> None:
+    def __init__(self, lore: Assembled) -> None:
         self._lore = lore
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from lore.clock import Clock
     from lore.config import Config
     from lore.core.background import Background
-    from lore.core.turn import CompletedTurn
+    from lore.core.feature import CompletedTurn
     from lore.events import Emit
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import NotesStore

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 from lore.core.feature import Feature
 
 if TYPE_CHECKING:
-    from lore.core.feature import Forgotten
+    from lore.core.feature import CompletedTurn, Forgotten
     from lore.core.services import Services
-    from lore.core.turn import CompletedTurn
     from lore.events import Emit
 
 __all__ = ["search_feature"]
