@@ -1,6 +1,6 @@
 """The layers import only downward, and no module imports itself back in a cycle.
 
-    channels, cli                     (top)
+    channels, cli, daemon             (top)
     runtime, bus
     backends: the ports' implementations, chosen by the runtime; nothing below sees them
     features: memory, reminders, search, sessions, tools
@@ -26,7 +26,7 @@ import lore
 ROOT = Path(lore.__file__).parent
 
 _LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (7, ("lore.channels", "lore.cli", "lore.__main__", "lore")),
+    (7, ("lore.channels", "lore.cli", "lore.daemon", "lore.__main__", "lore")),
     (6, ("lore.runtime", "lore.bus")),
     (5, ("lore.backends",)),
     (4, ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")),

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from lore.channels.telegram import TelegramChannel
-from lore.cli.serve import _http_server
 from lore.clock import FixedClock
 from lore.config import Config, TelegramConfig, load_config
+from lore.daemon import http_server as _http_server
 from lore.errors import ConfigError
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import Runtime, build

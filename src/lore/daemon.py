@@ -1,0 +1,247 @@
+"""`lore serve`'s process as one object: the reminder scheduler, idle close, Dream, search
+embedding, the chat channels (Telegram, LINE) and the gateway, started together and
+stopped in order: the gateway first (replies in flight finish, waiting approvals are
+refused), then the background work and the channels, the runtime last.
+
+A due reminder takes one route, set up here: into its conversation's session (once),
+then out through the channel that serves its scope (a chat channel by push; the owner's
+one conversation through the 1:1 channel they chose or last wrote on), else to a page or
+terminal showing the conversation; and one line on the console. A conversation a
+terminal is showing gets its reminders from that terminal instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import sys
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
+from lore.channels.owner import owner_reminders, terminal_delivers
+from lore.config import OWNER_SCOPE
+from lore.memory.dream import dream_forever
+from lore.reminders.delivery import Deliver, Delivery, session_delivery
+from lore.reminders.scheduler import Scheduler
+from lore.search import embed_backlog_forever
+from lore.sessions.closing import close_idle_sessions, idle_close_forever
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from lore.channels.line import LineChannel
+    from lore.channels.telegram import TelegramChannel
+    from lore.runtime import Runtime
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """Everything `lore serve` runs for one runtime, and the gateway when given the
+    listening socket. `run()` until `stop()` (or SIGTERM, or the gateway stopping);
+    `run_once()` delivers what is due and closes idle sessions, then returns."""
+
+    def __init__(self, lore: Runtime, *, listener: socket.socket | None = None) -> None:
+        self.lore = lore
+        self.listener = listener
+        self.line: LineChannel | None = _line_channel(lore)
+        self.telegram: TelegramChannel | None = None
+        self.scheduler = Scheduler(
+            lore.reminders,
+            lore.clock,
+            self._deliver,
+            accepts=self._accepts,
+            max_sleep=lore.config.reminders.poll_seconds,
+            lease_seconds=lore.config.reminders.lease_seconds,
+            holder=lore.lease_holder,
+        )
+        self._into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+        self._routes = ExitStack()
+        self._owner_pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
+        self._tasks: list[asyncio.Task[None]] = []
+        self._server: uvicorn.Server | None = None
+        self._gateway: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> None:
+        """Deliver what is due now (LINE chats by push), close idle sessions, close."""
+        try:
+            self._catch_sigterm()
+            if self.line is not None:
+                self._route(
+                    "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
+                )
+            self._route_owner()
+            await self.scheduler.run_once()
+            await close_idle_sessions(self.lore)
+        finally:
+            await self.aclose()
+
+    async def run(self) -> None:
+        """Start everything, deliver reminders until stopped, then stop in order."""
+        try:
+            self.start()
+            await self.scheduler.run_forever()
+        finally:
+            await self.aclose()
+
+    def start(self) -> None:
+        """Start the background work, the chat channels and the gateway (in the running
+        event loop); reminders start with `run()`."""
+        lore = self.lore
+        self._catch_sigterm()
+        self._spawn(idle_close_forever(lore), "idle-close")
+        self._spawn(dream_forever(lore), "dream")
+        self._spawn(embed_backlog_forever(lore), "embed")
+        self.telegram = _telegram(lore)
+        if self.listener is not None:
+            self._start_gateway(self.listener)
+        print(
+            "lore serve: reminders, idle-session close, Dream and search embedding running; "
+            "Ctrl+C stops",
+            file=sys.stderr,
+        )
+        if self.telegram is not None:
+            telegram = self.telegram
+            self._route(
+                "telegram", telegram.deliver, reaches_owner=bool(telegram.settings.owner_ids)
+            )
+            self._spawn(telegram.run_forever(), "telegram")
+            how = telegram.settings.webhook_url or "long polling"
+            print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
+        if self.line is not None:
+            self._route("line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids))
+            # Events a stopped `lore serve` took but never answered are answered now.
+            self._spawn(self.line.run_forever(), "line")
+            print(
+                "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
+                "HTTPS: https://<your host>/line/webhook)",
+                file=sys.stderr,
+            )
+        self._route_owner()
+
+    def stop(self) -> None:
+        """Ask `run()` to finish the delivery in hand and return."""
+        self.scheduler.stop()
+
+    async def aclose(self) -> None:
+        """Stop the gateway (letting replies in flight finish), then the rest."""
+        try:
+            if self._server is not None and self._gateway is not None:
+                self._server.should_exit = True
+                await asyncio.gather(self._gateway, return_exceptions=True)
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._routes.close()
+        finally:
+            if self.line is not None:
+                await self.line.aclose()
+            await self.lore.aclose()
+
+    # -- the reminder's route ------------------------------------------------------------
+
+    def _route(self, channel: str, deliver: Deliver, *, reaches_owner: bool) -> None:
+        """Reminders of the channel's conversations go out through `deliver`; so may the
+        owner's, when the channel reaches the owner 1:1."""
+        self._routes.enter_context(self.lore.bus.deliver_for(f"{channel}:", deliver))
+        if reaches_owner:
+            self._owner_pushers[channel] = deliver
+
+    def _route_owner(self) -> None:
+        """With one conversation for the owner, its reminders go out through the channels
+        that reach the owner 1:1."""
+        if not self.lore.config.channels.unified_owner_session:
+            return
+        owner = owner_reminders(self.lore, self._owner_pushers)
+        self._routes.enter_context(self.lore.bus.deliver_for(OWNER_SCOPE, owner))
+
+    def _accepts(self, scope: str) -> bool:
+        lore = self.lore
+        return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
+
+    async def _deliver(self, due: Delivery) -> None:
+        await self._into_session(due)
+        lore = self.lore
+        stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
+        late = " (late)" if due.late else ""
+        line = f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}"
+        try:
+            print(line, flush=True)
+        except OSError as exc:
+            # It is delivered: a failure now would only deliver it again. The line quotes
+            # the reminder, which the log never does.
+            log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
+
+    # -- starting ------------------------------------------------------------------------
+
+    def _spawn(self, work: object, name: str) -> None:
+        self._tasks.append(asyncio.create_task(work, name=name))  # type: ignore[arg-type]
+
+    def _catch_sigterm(self) -> None:
+        """A service manager stops us with SIGTERM: finish the delivery in hand, then exit."""
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stop)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, not the main thread
+            pass
+
+    def _start_gateway(self, listener: socket.socket) -> None:
+        self._server = http_server(self.lore, listener, self.telegram, self.line)
+        self._gateway = asyncio.create_task(self._server.serve(sockets=[listener]), name="gateway")
+        # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
+        self._gateway.add_done_callback(lambda _: self.stop())
+
+
+def _telegram(lore: Runtime) -> TelegramChannel | None:
+    """The Telegram channel, when a bot token is configured."""
+    if not lore.config.telegram.token:
+        return None
+    from lore.channels.telegram import TelegramChannel
+
+    telegram = TelegramChannel(lore, lore.config.telegram)
+    telegram.check_installed()
+    return telegram
+
+
+def _line_channel(lore: Runtime) -> LineChannel | None:
+    """The LINE channel when its secret and token are set."""
+    if not lore.config.line.enabled:
+        return None
+    from lore.channels.line import LineChannel
+
+    line = LineChannel(lore, lore.config.line)
+    line.check_installed()
+    return line
+
+
+def http_server(
+    lore: Runtime,
+    listener: socket.socket,
+    telegram: TelegramChannel | None = None,
+    line: LineChannel | None = None,
+) -> uvicorn.Server:
+    """The gateway's uvicorn server for `listener` (with the LINE webhook, and Telegram's
+    when Telegram is set up that way), not started yet."""
+    from lore.channels.http import create_app
+    from lore.channels.http.auth import Clients, ensure_token
+    from lore.channels.http.server import GatewayServer, server_config
+
+    token = ensure_token(lore.config)
+    host, port = lore.config.api.host, listener.getsockname()[1]
+    app = create_app(lore, clients=Clients(token, lore.config), host=host, line=line)
+    if telegram is not None and telegram.settings.webhook_url:
+        from lore.channels.telegram_webhook import mount_telegram_webhook
+
+        mount_telegram_webhook(app, telegram)
+    config = server_config(app, lore.config.api)
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"lore serve: http://{shown}:{port}/ (web page), /v1 (OpenAI-compatible), /api, "
+        "/mcp, /docs; token: lore serve --show-token",
+        file=sys.stderr,
+    )
+    # Stopping refuses any tool still waiting for the page's Approve / Deny.
+    return GatewayServer(config, app.state.gateway.approvals)
