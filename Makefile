@@ -51,7 +51,7 @@ chat: $(VENV)/.core
 	@if [ "$$($(MAKE) -s --no-print-directory needs-local)" = yes ]; then \
 		$(MAKE) --no-print-directory $(VENV)/.local; fi
 	@echo "Lore is installed in $(abspath $(VENV)). To run 'lore' from any shell, add it to PATH:"
-	@echo '  export PATH="$(abspath $(VENV))/bin:$$PATH"    # or: pipx install .'
+	@echo '  export PATH="$(abspath $(VENV))/bin:$$PATH"    # or: pipx install . && pipx ensurepath'
 	$(VENV)/bin/lore chat
 
 # "yes" when no model is configured, in the environment or in config.toml, so `make chat`
@@ -79,8 +79,9 @@ check: lint test
 torture: $(VENV)/.test
 	$(PY) -m pytest -m torture tests/torture -q
 
-# The README's quick start, word for word, on a fresh clone in an `env -i` shell (installs
-# from the package index: a minute or two).
+# The README's quick start, word for word, on a fresh clone in an `env -i` shell, and the
+# wheel built, checked and installed into a fresh venv (installs from the package index:
+# a few minutes).
 quickstart: $(VENV)/.test
 	$(PY) -m pytest -m quickstart tests/quickstart -q
 

@@ -44,6 +44,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "lore.files",
             "lore.keys",
             "lore.lease_holder",
+            "lore.extras",
         ),  # fmt: skip
     ),
 ]

