@@ -71,8 +71,17 @@ def test_a_command_group_without_its_action_shows_usage_and_fails(
 
 
 # Commands that act or talk rather than print data: a chat, a server, an archive written
-# or read back, a copy between databases, a health check read by a person.
-_NO_DATA = {("chat",), ("serve",), ("mcp",), ("backup",), ("restore",), ("migrate",), ("doctor",)}
+# or read back, a copy between databases, a health check read by a person, shell code.
+_NO_DATA = {
+    ("chat",),
+    ("serve",),
+    ("mcp",),
+    ("backup",),
+    ("restore",),
+    ("migrate",),
+    ("doctor",),
+    ("completion",),
+}
 
 
 @pytest.mark.parametrize("path", [p for p in COMMANDS if p and p not in _NO_DATA], ids=" ".join)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -33,6 +34,7 @@ SUBCOMMANDS = (
     "forget",
     "backup",
     "migrate",
+    "completion",
 )
 
 
@@ -67,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 1
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking what may come next (lore completion)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(arguments)
     if not getattr(args, "func", None):
         parser.print_help()
