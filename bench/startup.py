@@ -2,7 +2,8 @@
 
     python bench/startup.py [--runs N] [--json]
 
-- `lore --help` wall time (budget ≤ 300 ms) vs `python -c pass` (the interpreter alone).
+- `lore --help` and `lore --version` wall time (budget ≤ 300 ms) vs `python -c pass` (the
+  interpreter alone).
 - Building a turn's system prompt vs reading the same workspace files raw.
 - A chat's start (recovery of interrupted closes, then a group conversation's system
   prompt with its recent history) with 10,000 archived sessions and history entries,
@@ -125,6 +126,7 @@ def main() -> None:
 
     python = _time_command([sys.executable, "-c", "pass"], args.runs)
     helped = _time_command([sys.executable, "-m", "lore", "--help"], args.runs)
+    version = _time_command([sys.executable, "-m", "lore", "--version"], args.runs)
     build, raw = _context_build(args.runs * 20)
     small_first, small = _chat_start(10, args.runs)
     large_first, large = _chat_start(10_000, args.runs)
@@ -134,6 +136,7 @@ def main() -> None:
         "chat_start_10_sessions_first_ms": small_first,
         "chat_start_10000_sessions_first_ms": large_first,
         "help_p50_ms": statistics.median(helped),
+        "version_p50_ms": statistics.median(version),
         "python_p50_ms": statistics.median(python),
         "context_build_p50_ms": statistics.median(build),
         "raw_file_read_p50_ms": statistics.median(raw),
@@ -145,6 +148,10 @@ def main() -> None:
     print(
         f"  baseline: python -c pass   {figures['python_p50_ms']:7.1f} ms   "
         f"ratio {figures['help_p50_ms'] / figures['python_p50_ms']:.1f}x"
+    )
+    print(
+        f"lore --version   p50 {figures['version_p50_ms']:7.1f} ms   "
+        f"ratio {figures['version_p50_ms'] / figures['python_p50_ms']:.1f}x"
     )
     print(f"context build    p50 {figures['context_build_p50_ms']:7.3f} ms")
     print(
