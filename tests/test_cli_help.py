@@ -71,7 +71,7 @@ def test_a_command_group_without_its_action_shows_usage_and_fails(
 
 
 # Commands that act or talk rather than print data: a chat, a server, an archive written
-# or read back, a copy between databases, a health check read by a person, shell code.
+# or read back, a copy between databases, shell code.
 _NO_DATA = {
     ("chat",),
     ("serve",),

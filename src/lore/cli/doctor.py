@@ -10,6 +10,9 @@ Run it while no other Lore process is using this home.
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,8 @@ from typing import Any
 from lore.cli.common import add_common
 
 __all__ = ["register"]
+
+Say = Callable[[str], None]
 
 
 def register(subparsers: Any) -> None:
@@ -33,6 +38,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--repair", action="store_true", help="recover and repair (damaged files are kept)"
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object for a monitor: healthy, and each part's state and lines",
+    )
     parser.set_defaults(func=run)
 
 
@@ -43,52 +53,102 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(flags={"home": args.home, "model": args.model})
     configure_logging(config.home)
+    report = _Report(quiet=args.json)
     full = disk_is_full(config.home)
     if full:
         # Not damage: every repair writes, so none is tried until there is room again.
-        print(
+        disk = report.part("disk")
+        disk.ok = False
+        disk.say(
             f"{FULL_DISK}: free some space and run `lore doctor` again "
             "(nothing was changed or repaired)"
         )
     repair = args.repair and not full
-    healthy = _database(config.db_path, repair=repair) and not full
-    healthy = _transcripts(config.sessions_dir, config.home, repair=repair) and healthy
+    database = report.part("database")
+    database.ok = _database(config.db_path, repair=repair, say=database.say) and not full
+    transcripts = report.part("transcripts")
+    transcripts.ok = _transcripts(
+        config.sessions_dir, config.home, repair=repair, say=transcripts.say
+    )
+    healthy = database.ok and transcripts.ok
+    if args.json:
+        print(
+            json.dumps(
+                report.as_json(healthy, disk_full=full, repaired=repair),
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     return 0 if healthy else 1
+
+
+@dataclass
+class _Part:
+    name: str
+    quiet: bool
+    ok: bool = True
+    lines: list[str] = field(default_factory=list)
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+        if not self.quiet:
+            print(line)
+
+
+@dataclass
+class _Report:
+    """What doctor found, part by part: printed as it goes, or kept for `--json`."""
+
+    quiet: bool
+    parts: list[_Part] = field(default_factory=list)
+
+    def part(self, name: str) -> _Part:
+        found = _Part(name, self.quiet)
+        self.parts.append(found)
+        return found
+
+    def as_json(self, healthy: bool, *, disk_full: bool, repaired: bool) -> dict[str, Any]:
+        return {
+            "healthy": healthy,
+            "disk_full": disk_full,
+            "repaired": repaired,
+            "parts": {p.name: {"ok": p.ok, "lines": p.lines} for p in self.parts},
+        }
 
 
 FULL_DISK = "the disk holding LORE_HOME is full"
 
 
-def _database(path: Path, *, repair: bool) -> bool:
+def _database(path: Path, *, repair: bool, say: Say) -> bool:
     from lore.backends.local import repair as db_repair
     from lore.text import counted
 
     health = db_repair.check(path)
     name = path.name
     if health.state == "missing":
-        print(f"{name}: not created yet")
+        say(f"{name}: not created yet")
         return True
     if health.state == "ok":
-        print(f"{name}: ok (integrity check passed)")
+        say(f"{name}: ok (integrity check passed)")
         return True
     if health.state == "full":
-        print(f"{name}: cannot be opened to check while {FULL_DISK} (a full disk, not damage)")
+        say(f"{name}: cannot be opened to check while {FULL_DISK} (a full disk, not damage)")
         return False
     if health.state in ("empty", "foreign"):
         what = "is empty (0 bytes)" if health.state == "empty" else "is not a SQLite database"
         if not repair:
-            print(
+            say(
                 f"{name}: {what}; restore a backup with `lore restore BACKUP`, or run "
                 "`lore doctor --repair` to move it aside and start with an empty one"
             )
             return False
         kept = _move_aside(path)
-        print(f"{name}: {what}; moved aside as {kept.name}; Lore starts with an empty one")
+        say(f"{name}: {what}; moved aside as {kept.name}; Lore starts with an empty one")
         return True
     count = len(health.problems)
-    print(f"{name}: damaged ({counted(count, 'problem')}), first: {health.problems[0]}")
+    say(f"{name}: damaged ({counted(count, 'problem')}), first: {health.problems[0]}")
     if not repair:
-        print(
+        say(
             f"{name}: run `lore doctor --repair` to copy what can be read into a new "
             "database (the damaged file is kept)"
         )
@@ -99,49 +159,49 @@ def _database(path: Path, *, repair: bool) -> bool:
     kept = _move_aside(path)
     target.rename(path)
     total = sum(recovery.copied.values())
-    print(f"{name}: recovered {total} rows into a new {name}; the damaged file is {kept.name}")
+    say(f"{name}: recovered {total} rows into a new {name}; the damaged file is {kept.name}")
     for table, count in recovery.copied.items():
         lost = recovery.lost.get(table, 0)
-        print(f"  {table}: {count} rows" + (f" ({lost} unreadable)" if lost else ""))
-    print("  run `lore index rebuild` to rebuild the search index")
+        say(f"  {table}: {count} rows" + (f" ({lost} unreadable)" if lost else ""))
+    say("  run `lore index rebuild` to rebuild the search index")
     return True
 
 
-def _transcripts(sessions_dir: Path, home: Path, *, repair: bool) -> bool:
+def _transcripts(sessions_dir: Path, home: Path, *, repair: bool, say: Say) -> bool:
     from lore.backends.local import session_repair as transcripts
     from lore.text import counted
 
     damages = transcripts.scan(sessions_dir, home)
     missing = transcripts.unindexed(sessions_dir, home)
     if not damages and not missing:
-        print("transcripts: ok")
+        say("transcripts: ok")
         return True
     healthy = True
     untold = {found.path for found in missing if found.entry is None}
     for damage in damages:
         where = damage.path.relative_to(home).as_posix()
         if damage.what == "message":
-            print(f"{where} line {damage.line}: unreadable message line (skipped when read)")
+            say(f"{where} line {damage.line}: unreadable message line (skipped when read)")
         elif damage.path in untold:
             if not repair:  # --repair names it below
-                print(f"{where}: {transcripts.NO_INDEX_LINE}")
+                say(f"{where}: {transcripts.NO_INDEX_LINE}")
             healthy = False
         elif not repair:
-            print(f"{where}: unreadable metadata line; `lore doctor --repair` rebuilds it")
+            say(f"{where}: unreadable metadata line; `lore doctor --repair` rebuilds it")
             healthy = False
     rebuildable = len(missing) - len(untold)
     if rebuildable and not repair:
         index = (sessions_dir / "_sessions.jsonl").relative_to(home).as_posix()
-        print(
+        say(
             f"{index}: {counted(rebuildable, 'archived transcript')} missing from the index "
             "(hidden from `lore sessions list`); `lore doctor --repair` rebuilds their lines"
         )
         healthy = False
     if repair:
         for line in transcripts.repair_metadata(sessions_dir, home):
-            print(line)
+            say(line)
         for line in transcripts.rebuild_index(sessions_dir, home):
-            print(line)
+            say(line)
     return healthy
 
 
