@@ -57,6 +57,9 @@ MALFORMED = {
     b'{"role": "user", "content": "x", "cancelled": "yes"}': "cancelled is a string, not true",
     b'{"role": "assistant", "content": "x", "reminder_id": "3"}': "reminder_id is a string",
     b'{"role": "assistant", "content": "x", "why": [1]}': "why is a list, not an object",
+    '{"role": "tool", "content": "好", "decision": {"trust": "maybe"}}'.encode(): (
+        "decision lacks a known trust level or outcome"
+    ),
     b'["user", "hi"]': "not a message: a list, not an object",
 }
 

@@ -26,9 +26,11 @@ __all__ = [
     "ImagePart",
     "ImageURL",
     "Message",
+    "Outcome",
     "Role",
     "TextPart",
     "ToolCallRecord",
+    "TrustLevel",
     "content_text",
     "finish_reason",
     "merge_flags",
@@ -71,8 +73,19 @@ class ToolCallRecord(TypedDict):
     arguments: str  # JSON text, as the model wrote it
 
 
-# What the trust policy decided for one tool run: outcome, and by whom or why.
-Decision = dict[str, str]
+TrustLevel = Literal["allow", "ask", "never"]
+TRUST_LEVELS: tuple[TrustLevel, ...] = get_args(TrustLevel)
+Outcome = Literal["allowed", "approved", "refused"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+
+
+class Decision(TypedDict, total=False):
+    """What the trust policy decided for one tool run (lore.tools.trust)."""
+
+    trust: Required[TrustLevel]
+    outcome: Required[Outcome]
+    by: str  # approved: by whom, and where
+    reason: str  # refused: why
 
 
 class Message(TypedDict, total=False):
@@ -137,9 +150,7 @@ def parse_message(data: object) -> Message:
     if problem is None and "why" in data and not isinstance(data["why"], dict):
         problem = f"why is {_json_kind(data['why'])}, not an object"
     if problem is None and "decision" in data:
-        decision = data["decision"]
-        if not isinstance(decision, dict) or not all(isinstance(v, str) for v in decision.values()):
-            problem = "decision is not an object of strings"
+        problem = _decision_problem(data["decision"])
     if problem is not None:
         raise SessionError(f"not {'an' if role == 'assistant' else 'a'} {role} message: {problem}")
     return cast(Message, data)
@@ -184,6 +195,16 @@ def _content_problem(content: object) -> str | None:
             if isinstance(url.get("url"), str):
                 continue
         return f"content part {number} is not a text or image part"
+    return None
+
+
+def _decision_problem(decision: object) -> str | None:
+    if not isinstance(decision, dict):
+        return f"decision is {_json_kind(decision)}, not an object"
+    if decision.get("trust") not in TRUST_LEVELS or decision.get("outcome") not in OUTCOMES:
+        return "decision lacks a known trust level or outcome"
+    if not all(isinstance(decision.get(key, ""), str) for key in ("by", "reason")):
+        return "decision's by or reason is not a string"
     return None
 
 
