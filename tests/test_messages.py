@@ -50,6 +50,8 @@ MALFORMED = {
     b'{"content": "\xe6\xb2\xa1\xe6\x9c\x89\xe8\xa7\x92\xe8\x89\xb2"}': "role null",
     b'{"role": "user", "content": 42}': "content is a number, not text or a list of parts",
     b'{"role": "user", "content": [{"type": "audio"}]}': "content part 0 is not a text or image",
+    b'{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", '
+    b'"image_url": {"url": "https://x/y.png", "detail": "huge"}}]}': "content part 1 is not",
     '{"role": "user", "content": "привет", "author": 7}'.encode(): "author is a number, not a",
     b'{"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]}': (
         "tool call 0 lacks a text id, name or arguments"
@@ -139,6 +141,24 @@ async def test_a_malformed_message_in_an_archive_is_skipped_naming_why(
         in (warning)
     )
     assert path.read_bytes() == stored
+
+
+def test_a_mark_that_would_make_its_message_malformed_is_skipped_naming_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = LiveSession(tmp_path, "line:group:C1")
+    session.append([{"role": "user", "content": "明天提醒我买票", "author": "anna"}])
+    with session.path.open("ab") as f:
+        f.write(b'{"_type":"mark","index":0,"flags":{"cancelled":"\xd0\xb4\xd0\xb0"}}\n')
+    session.mark(0, unanswered=True, seen="anna")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        again = LiveSession(tmp_path, "line:group:C1")
+    (message,) = again.messages
+    assert "cancelled" not in message  # a cancelled message would leave every window
+    assert message.get("unanswered") is True and message.get("content") == "明天提醒我买票"
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "skipped a mark on message 0 (not a user message: cancelled is a string" in warning
 
 
 def _malformed_provider(reply: bytes) -> OpenAIProvider:

@@ -14,6 +14,7 @@ this module does not know (a mark's flags) are kept as they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Required, TypedDict, cast, get_args
 
 from lore.errors import SessionError, quoted
@@ -124,6 +125,7 @@ _TEXT_KEYS = (
     "name",
     "delivery",
 )
+_DETAILS = ("auto", "low", "high")
 _FLAG_KEYS = ("is_error", "interrupted", "cancelled", "unanswered", "late")
 
 
@@ -161,9 +163,13 @@ def finish_reason(reason: str) -> FinishReason:
     return next((known for known in FINISH_REASONS if known == reason), "other")
 
 
-def merge_flags(message: Message, flags: dict[str, Any]) -> None:
-    """Set a mark's flags on `message` (cancelled, unanswered, or any other a store kept)."""
-    cast(dict[str, Any], message).update(flags)
+def merge_flags(message: Message, flags: Mapping[str, object]) -> None:
+    """Set a mark's flags on `message` (cancelled, unanswered, or any other a store kept);
+    flags that would make it malformed are a SessionError, and `message` is left as it was."""
+    if not isinstance(flags, Mapping):
+        raise SessionError(f"not a mark: flags are {_json_kind(flags)}, not an object")
+    parse_message({**message, **flags})
+    cast(dict[str, object], message).update(flags)
 
 
 def without_tool_calls(message: Message) -> Message:
@@ -192,7 +198,7 @@ def _content_problem(content: object) -> str | None:
         if kind == "text" and isinstance(part.get("text"), str):
             continue
         if kind == "image_url" and isinstance((url := part.get("image_url")), dict):
-            if isinstance(url.get("url"), str):
+            if isinstance(url.get("url"), str) and url.get("detail", "auto") in _DETAILS:
                 continue
         return f"content part {number} is not a text or image part"
     return None

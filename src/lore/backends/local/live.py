@@ -305,7 +305,10 @@ class LiveSession:
     def _apply_mark(self, data: dict[str, Any]) -> None:
         index, flags = data.get("index"), data.get("flags")
         if isinstance(index, int) and 0 <= index < len(self.messages) and isinstance(flags, dict):
-            merge_flags(self.messages[index], flags)
+            try:
+                merge_flags(self.messages[index], flags)
+            except SessionError as exc:
+                log.warning("%s: skipped a mark on message %d (%s)", self.path.name, index, exc)
 
     def update_meta(self, **changes: Any) -> None:
         with self._locked():

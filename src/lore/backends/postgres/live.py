@@ -130,7 +130,10 @@ class PostgresLiveSession:
             if row["is_mark"]:
                 index, flags = line.get("index"), line.get("flags")
                 if isinstance(index, int) and 0 <= index < len(self.messages):
-                    merge_flags(self.messages[index], flags)
+                    try:
+                        merge_flags(self.messages[index], flags)
+                    except SessionError as exc:
+                        log.warning("%s: skipped a mark on message %d: %s", self.key, index, exc)
             else:
                 try:
                     self.messages.append(parse_message(line))
