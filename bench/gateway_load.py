@@ -242,9 +242,10 @@ def check_sessions(home: Path, phase: Phase) -> list[str]:
         for i, message in enumerate(messages):
             if message["role"] != "user":
                 continue
-            after = messages[i + 1] if i + 1 < len(messages) else {}
+            after = messages[i + 1] if i + 1 < len(messages) else None
             if (
-                after.get("role") != "assistant"
+                after is None
+                or after["role"] != "assistant"
                 or after.get("content") != f"re: {message['content']}"
             ):
                 problems.append(f"{scope}: line {i} is not followed by its own reply")

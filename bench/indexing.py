@@ -37,13 +37,14 @@ NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
 def archived_entries(path: Path, limit: int) -> list[Any]:
     """The index's entries for the archived turns of the LoCoMo file (up to `limit`)."""
+    from lore.messages import Message
     from lore.search.sources import session_entries
 
     entries: list[Any] = []
     for item in json.loads(path.read_text(encoding="utf-8")):
         talk = item["conversation"]
         for key in sorted(k for k in talk if k.startswith("session_") and k[8:].isdigit()):
-            messages = [
+            messages: list[Message] = [
                 {"role": "user", "author": turn["speaker"], "content": turn.get("text", "")}
                 for turn in talk[key] or []
             ]

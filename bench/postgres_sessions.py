@@ -30,11 +30,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.postgres_s
 from lore.clock import FixedClock  # noqa: E402
 from lore.config import load_config  # noqa: E402
 from lore.llm.scripted import ScriptedProvider  # noqa: E402
+from lore.messages import Message  # noqa: E402
 from lore.ports.sessions import SessionStore  # noqa: E402
 from lore.runtime import Runtime, build  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-MESSAGE = {"role": "user", "content": "我周五去花莲看妈妈，Мама ждёт в пятницу", "author": "john"}
+MESSAGE: Message = {
+    "role": "user",
+    "content": "我周五去花莲看妈妈，Мама ждёт в пятницу",
+    "author": "john",
+}
 
 
 def percentiles(times: list[float]) -> tuple[float, float]:

@@ -250,6 +250,7 @@ def build_lore(
     from lore.clock import FixedClock
     from lore.config import load_config
     from lore.llm.scripted import ScriptedProvider
+    from lore.messages import Message
     from lore.ports.sessions import ClosingArchive, SessionMeta
     from lore.runtime import build
     from lore.search import searcher
@@ -269,7 +270,7 @@ def build_lore(
         for session in conv.sessions:
             session_id = hashlib.sha1(f"{conv.sample_id}/{session.number}".encode()).hexdigest()
             stamp = session.date.isoformat()
-            messages = [
+            messages: list[Message] = [
                 {"role": "user", "author": t.speaker, "content": t.text, "timestamp": stamp}
                 for t in session.turns
             ]

@@ -67,6 +67,7 @@ def _home_with_history(home: Path, sessions: int) -> None:
 
     from lore.backends.local.archive import SessionArchive
     from lore.backends.local.history import History
+    from lore.messages import Message
     from lore.ports.sessions import SessionMeta
 
     real_fsync = os.fsync
@@ -79,7 +80,7 @@ def _home_with_history(home: Path, sessions: int) -> None:
             moment = start + timedelta(hours=n)
             stamp = moment.isoformat()
             meta = SessionMeta(f"{n:08x}" + "0" * 24, "cli:default", stamp, stamp)
-            said = [
+            said: list[Message] = [
                 {
                     "role": "user",
                     "content": f"note {n}: the train leaves at nine",

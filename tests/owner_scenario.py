@@ -12,6 +12,7 @@ from lore.channels.piped import run_piped
 from lore.clock import FixedClock
 from lore.config import OWNER_SCOPE, Config
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.runtime import Runtime, build
@@ -44,7 +45,7 @@ async def ask_then_set_a_reminder_at_the_terminal(
     finally:
         await terminal.aclose()
     assert "Thursday at 7:00, CI-100." in out
-    return [m["content"] for m in model.requests[0].messages]
+    return [content_text(m["content"]) for m in model.requests[0].messages]
 
 
 def serve_scheduler(lore: Runtime) -> Scheduler:

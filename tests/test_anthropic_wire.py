@@ -383,6 +383,37 @@ async def test_stream_cut_before_message_stop_still_completes_as_incomplete() ->
     assert events[-1].finish_reason == "incomplete"
 
 
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        ({"type": "content_block_start", "index": 0, "content_block": "文本"}, "content_block"),
+        ({"type": "content_block_delta", "index": 0, "delta": ["текст"]}, "delta is not"),
+        ({"type": "content_block_start", "index": "first", "content_block": {}}, "index"),
+        ({"type": "message_start", "message": "msg_1"}, "message is not an object"),
+    ],
+)
+async def test_a_malformed_event_is_a_one_line_response_error(
+    event: dict[str, Any], said: str
+) -> None:
+    body = sse(message_start(), *text_block(0, "你好"), event, *finish())
+    with pytest.raises(ProviderResponseError) as caught:
+        await run(provider(lambda request: stream_response(body)))
+    assert f"Anthropic sent a malformed reply: {said}" in str(caught.value)
+    assert "\n" not in str(caught.value) and caught.value.body
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "finish_reason"),
+    [("max_tokens", "length"), ("refusal", "content_filter"), ("pause_turn", "other")],
+)
+async def test_stop_reasons_map_to_the_finish_reasons_lore_knows(
+    stop_reason: str, finish_reason: str
+) -> None:
+    body = sse(message_start(), *text_block(0, "Привет"), *finish(stop_reason))
+    events = await run(provider(lambda request: stream_response(body)))
+    assert isinstance(events[-1], Completion) and events[-1].finish_reason == finish_reason
+
+
 def test_registry_refuses_anthropic_without_a_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
         make_provider(Config(home=tmp_path), ModelSpec("anthropic", "claude-sonnet-4-5"))

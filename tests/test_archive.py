@@ -164,7 +164,7 @@ def test_slugs_are_safe_ascii_kebab_file_names() -> None:
 
 
 def test_chinese_and_russian_conversations_archive_intact(lore: Runtime) -> None:
-    chat = [
+    chat: list[Message] = [
         {"role": "user", "content": "我下周去花莲"},
         {"role": "assistant", "content": "好的，祝旅途愉快"},
         {"role": "user", "content": "Напомни купить билеты"},

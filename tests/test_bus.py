@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from lore.events import CommandOutput, Event, Inbound, ReminderDue
 from lore.llm.base import ChatRequest, StreamEvent
 from lore.llm.scripted import ScriptedProvider, Step
+from lore.messages import content_text
 from lore.runtime import Runtime
 from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
@@ -40,7 +41,11 @@ async def test_twenty_messages_at_once_in_one_group_make_a_legal_transcript_in_o
     assert [m["author"] for m in users] == [authors[n % 3] for n in range(20)]
     assert all(m["channel"] == "line" for m in users)
     # Each turn saw the whole conversation before it: no two built on the same history.
-    chat = [r for r in model.requests if r.messages[-1].get("content", "").startswith("message")]
+    chat = [
+        r
+        for r in model.requests
+        if content_text(r.messages[-1].get("content")).startswith("message")
+    ]
     assert [len(r.messages) for r in chat] == [2 * n + 1 for n in range(20)]
 
 

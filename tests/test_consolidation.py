@@ -23,6 +23,7 @@ from lore.memory.consolidation import (
     maybe_consolidate,
 )
 from lore.memory.flush import FLUSH_PROMPT
+from lore.messages import content_text
 from lore.runtime import Runtime, build
 from lore.search import searcher
 from lore.sessions.closing import close_session
@@ -33,7 +34,7 @@ KEY = "cli:default"
 def _summariser(request: ChatRequest) -> Step | str:
     """Summaries that quote every user line, so a test can find what was consolidated."""
     if request.system == CONSOLIDATION_PROMPT:
-        said = re.findall(r"user \(john\): (.*)", request.messages[0]["content"])
+        said = re.findall(r"user \(john\): (.*)", content_text(request.messages[0]["content"]))
         return "Summary: " + " | ".join(said)
     if request.system == FLUSH_PROMPT:
         return "NONE"

@@ -19,6 +19,7 @@ from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.logs import configure_logging
 from lore.memory.dream import DREAM_PROMPT, DreamResult, dream_forever, run_dream
+from lore.messages import content_text
 from lore.ports.notes import template
 from lore.runtime import Runtime
 
@@ -116,7 +117,9 @@ async def test_dream_may_not_touch_agents_md_or_anything_outside(
     assert agents.read_text() == before
     assert not (lore.workspace.root.parent / "x").exists()
     results = [m for m in model.requests[1].messages if m["role"] == "tool"]
-    assert len(results) == 5 and all(m["content"].startswith("Error:") for m in results)
+    assert len(results) == 5 and all(
+        content_text(m["content"]).startswith("Error:") for m in results
+    )
     assert "AGENTS.md belongs to the user" in results[0]["content"]
     assert "out of bounds" in results[1]["content"]
 

@@ -18,6 +18,7 @@ import pytest
 from lore.clock import FixedClock
 from lore.config import Config
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import Message, content_text
 from lore.runtime import Runtime, build
 from tests.gateway_server import Gateway, running_gateway
 
@@ -77,7 +78,7 @@ def _text(events: list[dict[str, Any]]) -> str:
     return "".join(e["choices"][0]["delta"].get("content") or "" for e in events if "choices" in e)
 
 
-def _tool_messages(lore: Runtime) -> list[dict[str, Any]]:
+def _tool_messages(lore: Runtime) -> list[Message]:
     return [m for m in lore.session(SCOPE).messages if m["role"] == "tool"]
 
 
@@ -139,7 +140,7 @@ def test_deny_on_the_page_changes_nothing_and_tells_the_model(
         "declined"
     ]
     assert (project / "TODO.md").read_text(encoding="utf-8") == "- купить семена\n"
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error: overwrite TODO.md was declined by john (web page)")
     (message,) = _tool_messages(gateway.lore)
     assert message["decision"] == {
@@ -219,7 +220,7 @@ def test_an_api_client_that_did_not_opt_in_gets_a_clear_refusal_the_model_reads(
     assert answer.status_code == 200
     assert answer.json()["choices"][0]["message"]["content"].startswith("I may not write here")
     assert (project / "TODO.md").read_text(encoding="utf-8") == "- купить семена\n"
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error: overwrite TODO.md needs the owner's approval")
     assert "no one can approve it in this conversation" in result
     (message,) = _tool_messages(gateway.lore)

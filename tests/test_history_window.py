@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lore.core.window import history_window
+from lore.messages import Message
 
 
-def _count(message: dict[str, Any]) -> int:
+def _count(message: Message) -> int:
     return len(str(message.get("content") or "")) + 1
 
 
-def _turn(i: int) -> list[dict[str, Any]]:
+def _turn(i: int) -> list[Message]:
     return [
         {"role": "user", "content": f"question {i}"},
         {
@@ -48,14 +47,14 @@ def test_window_skips_consolidated_messages() -> None:
 
 
 def test_window_of_only_assistant_messages_is_empty() -> None:
-    messages = [{"role": "assistant", "content": "reminder"}]
+    messages: list[Message] = [{"role": "assistant", "content": "reminder"}]
     assert history_window(messages, start=0, budget=100, count=_count).messages == []
 
 
 def test_a_tool_call_without_all_its_results_never_reaches_the_model() -> None:
     # A crash tore the turn's last lines (or one was corrupt and skipped): the call to c1
     # lost one of its two results, and a result of c9 lost its call.
-    messages: list[dict[str, Any]] = [
+    messages: list[Message] = [
         {"role": "user", "content": "remind me and note it"},
         {
             "role": "assistant",
@@ -81,9 +80,13 @@ def test_a_tool_call_without_all_its_results_never_reaches_the_model() -> None:
 
 
 def test_an_assistant_message_without_text_or_results_is_left_out() -> None:
-    messages: list[dict[str, Any]] = [
+    messages: list[Message] = [
         {"role": "user", "content": "note it"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "t"}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "t", "arguments": "{}"}],
+        },
     ]
     window = history_window(messages, start=0, budget=10_000, count=_count)
     assert window.messages == [{"role": "user", "content": "note it"}]

@@ -217,7 +217,11 @@ def fill(lore: Runtime) -> None:
         SessionMeta("abcdef01" * 4, "cli:default", stamp, stamp),
         [
             {"role": "user", "content": "Which session was about Redis?", "timestamp": stamp},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "1", "name": "memory_search", "arguments": "{}"}],
+            },
             {"role": "tool", "content": "tool output is never indexed"},
             {"role": "assistant", "content": "The one on caching, last Tuesday."},
         ],

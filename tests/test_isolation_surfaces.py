@@ -24,6 +24,7 @@ from lore.clock import FixedClock
 from lore.config import ApiClientConfig, ApiConfig, Config, TelegramConfig
 from lore.events import Inbound, Trust
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime, build
 from lore.sessions.closing import close_session
 from tests.gateway_server import OWNER_TOKEN, gateway_in_loop
@@ -156,7 +157,9 @@ async def test_memory_search_in_a_chat_finds_only_that_chats_words(
         results = lore.session(chat.scope).messages[-len(queries) - 1 : -1]
         assert [m["role"] for m in results] == ["tool"] * len(queries)
         # What was found, without the query each result repeats.
-        found = [m["content"].replace(q, "") for m, q in zip(results, queries, strict=True)]
+        found = [
+            content_text(m["content"]).replace(q, "") for m, q in zip(results, queries, strict=True)
+        ]
         _clean(chat, "\n".join(found))
 
 

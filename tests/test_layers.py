@@ -6,8 +6,8 @@
     features: memory, reminders, search, sessions, tools
     core
     ports, events
-    llm, config, config_file, errors, clock, logs, text, secrets, schedule, embed,
-    e5_numpy, files, keys, lease_holder   (bottom)
+    llm, messages, config, config_file, errors, clock, logs, text, secrets, schedule,
+    embed, e5_numpy, files, keys, lease_holder   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too; for
 cycles too, so no two modules name each other's types.
@@ -33,6 +33,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (3, ("lore.core",)),
     (2, ("lore.ports", "lore.events")),
     (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
+    (0, ("lore.messages",)),
     (0, ("lore.config_file",)),
     (
         0,

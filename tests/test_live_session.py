@@ -15,6 +15,7 @@ import pytest
 
 from lore.backends.local.live import META_WIDTH, LiveSession
 from lore.keys import key_to_filename
+from lore.messages import content_text
 
 
 def test_new_session_file_starts_with_metadata_line(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_killing_a_writer_mid_run_leaves_every_earlier_message_readable(tmp_path
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     session = LiveSession(tmp_path, "victim")
-    numbers = [int(m["content"].split("-")[1]) for m in session.messages]
+    numbers = [int(content_text(m["content"]).split("-")[1]) for m in session.messages]
     assert len(numbers) >= 21
     assert numbers == list(range(len(numbers)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime
 from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
@@ -44,6 +45,6 @@ async def test_forget_of_an_id_never_shown_changes_nothing(
     )
     model.tool_call("forget", {"id": other.id}).reply("Could not.")
     await lore.conversation("cli:default", emit=lambda event: None).send("forget #1")
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error:")
     assert lore.memory.get("telegram:999", other.id).content == "Anna's PIN hint is her cat"

@@ -197,7 +197,7 @@ def test_messages_added_after_a_crash_are_archived_by_the_next_close(lore: Runti
     old_id = session.meta.session_id
     with pytest.raises(Crash):
         close_session(lore, KEY, fault=_crash_at("archive_written"))
-    later = {"role": "user", "content": "one more thing"}
+    later: Message = {"role": "user", "content": "one more thing"}
     lore.session(KEY).append([later])
     recover_interrupted(lore, min_age=0)  # the orphan archive belongs to the live session: kept
     entry = close_session(lore, KEY)

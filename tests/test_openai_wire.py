@@ -504,3 +504,12 @@ async def test_a_real_local_openai_compatible_server_streams_a_reply(local_serve
     assert path == "/v1/chat/completions"
     assert body["model"] == "llama3.2"
     assert body["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"), [("length", "length"), ("content_filter", "content_filter"), ("eos", "other")]
+)
+async def test_a_finish_reason_outside_the_known_ones_reads_as_other(sent: str, kept: str) -> None:
+    body = sse(chunk({"content": "好的"}), chunk({}, sent))
+    events = await run(provider(lambda request: stream_response(body)))
+    assert isinstance(events[-1], Completion) and events[-1].finish_reason == kept

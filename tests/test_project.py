@@ -10,6 +10,7 @@ from lore.backends.local.history import History
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.dream import DREAM_PROMPT, run_dream
+from lore.messages import content_text
 from lore.runtime import Runtime
 
 
@@ -102,7 +103,9 @@ async def test_dream_never_edits_project_files(
     model.reply("no changes")
     result = await run_dream(lore)
     assert result.status == "done"
-    errors = [m["content"] for m in model.requests[-1].messages if m["role"] == "tool"]
+    errors = [
+        content_text(m["content"]) for m in model.requests[-1].messages if m["role"] == "tool"
+    ]
     assert len(errors) == 3 and all(e.startswith("Error:") for e in errors)
     assert _contents(project) == before
 

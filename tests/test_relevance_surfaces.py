@@ -12,6 +12,7 @@ import pytest
 
 from lore.cli import main
 from lore.core.tools import ToolContext
+from lore.messages import Role
 from lore.runtime import Runtime
 from lore.search import searcher
 from lore.search.tool import MemorySearchTool
@@ -21,7 +22,7 @@ from tests.gateway_server import running_gateway
 pytestmark = pytest.mark.search_quality
 
 HOME = "cli:default"
-SMALL_TALK = [
+SMALL_TALK: list[tuple[Role, str]] = [
     ("user", "hello there"),
     ("assistant", "Hi! How can I help?"),
     ("user", "what time is it"),

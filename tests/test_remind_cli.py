@@ -13,6 +13,7 @@ from lore.backends.local.database import Database
 from lore.backends.local.live import LiveSession
 from lore.backends.local.reminders import SQLiteReminderStore
 from lore.cli import main
+from lore.messages import content_text
 
 
 @pytest.fixture(autouse=True)
@@ -134,7 +135,9 @@ def test_serve_once_delivers_what_fell_due_into_the_session(
         out,
     )
     [message] = LiveSession(home / "sessions", "cli:default").messages
-    assert message["content"].startswith("⏰ Reminder for @john: water the plants (late)")
+    assert content_text(message["content"]).startswith(
+        "⏰ Reminder for @john: water the plants (late)"
+    )
     assert [r["status"] for r in listed(capsys, "--all")] == ["delivered"]
     assert run(capsys, "serve", "--once")[1] == ""  # nothing twice
 

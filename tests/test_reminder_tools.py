@@ -12,6 +12,7 @@ import pytest
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.reminders import create_reminder
 from lore.reminders.feature import reminders_feature
 from lore.runtime import Runtime
@@ -228,6 +229,8 @@ async def test_a_reminder_set_in_an_earlier_turn_is_cancelled_in_a_later_one(
     model.tool_call("cancel_reminder", {"id": 2}).reply("Could not.")
     await conversation.send("cancel the other one too")
 
-    assert model.requests[3].messages[-1]["content"].startswith("Cancelled reminder #1")
-    assert model.requests[5].messages[-1]["content"].startswith("Error:")
+    assert content_text(model.requests[3].messages[-1]["content"]).startswith(
+        "Cancelled reminder #1"
+    )
+    assert content_text(model.requests[5].messages[-1]["content"]).startswith("Error:")
     assert [r.text for r in lore.reminders.list("cli:default")] == ["pay rent"]

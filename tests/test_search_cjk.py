@@ -17,6 +17,7 @@ from lore.backends.local.archive import SessionArchive
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import Message, Role
 from lore.ports.sessions import SessionMeta
 from lore.runtime import build
 from lore.search import LoreSearch, searcher
@@ -30,7 +31,7 @@ MEMORIES = [
     "医生说我的血压有点高，要少吃盐",
     "周末想去阳明山爬山",
 ]
-TURNS = [
+TURNS: list[tuple[Role, str]] = [
     ("user", "缓存层我们要不要换成 Redis？之前的 Memcached 老是丢数据。"),
     ("assistant", "可以，Redis 支持持久化，也能做分布式锁。"),
     ("user", "那就这么定了，下周开始迁移。"),
@@ -63,7 +64,7 @@ def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoreSearch]:
         lore.memory.remember(SCOPE, text, author="王", via="cli", now=NOW)
     archive = SessionArchive(config.sessions_dir, config.home)
     stamp = "2026-11-20T10:30:00+00:00"
-    messages = [{"role": r, "content": c, "timestamp": stamp} for r, c in TURNS]
+    messages: list[Message] = [{"role": r, "content": c, "timestamp": stamp} for r, c in TURNS]
     entry = archive.write_transcript(
         SessionMeta("9f3c2a1b" * 4, SCOPE, stamp, stamp),
         messages,

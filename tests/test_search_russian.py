@@ -13,6 +13,7 @@ from lore.backends.local.archive import SessionArchive
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import Message, Role
 from lore.ports.sessions import SessionMeta
 from lore.runtime import build
 from lore.search import LoreSearch, searcher
@@ -26,7 +27,7 @@ MEMORIES = [
     "У меня аллергия на арахис",
     "Мы решили делать бэкенд на Go, а не на Python",
 ]
-TURNS = [
+TURNS: list[tuple[str, Role, str]] = [
     ("2026-11-24T10:00:00+00:00", "user", "Собака опять не ест корм, я волнуюсь."),
     ("2026-11-24T10:00:00+00:00", "assistant", "Понаблюдайте день-два; если не ест, к ветеринару."),
     ("2026-10-02T10:00:00+00:00", "user", "Летом поедем на Байкал, уже купили билеты."),
@@ -54,7 +55,9 @@ def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoreSearch]:
         lore.memory.remember(SCOPE, text, author="Иван", via="cli", now=NOW)
     archive = SessionArchive(config.sessions_dir, config.home)
     for number, stamp in enumerate(dict.fromkeys(t[0] for t in TURNS)):
-        messages = [{"role": r, "content": c, "timestamp": s} for s, r, c in TURNS if s == stamp]
+        messages: list[Message] = [
+            {"role": r, "content": c, "timestamp": s} for s, r, c in TURNS if s == stamp
+        ]
         start = datetime.fromisoformat(stamp)
         entry = archive.write_transcript(
             SessionMeta(f"{number}" * 32, SCOPE, stamp, stamp),

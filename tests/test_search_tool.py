@@ -10,6 +10,7 @@ import pytest
 from lore.core.tools import ToolContext, ToolRegistry, ToolResult
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import Message, Role
 from lore.ports.memories import Source
 from lore.runtime import Runtime
 from lore.search import searcher
@@ -31,7 +32,7 @@ async def call(lore: Runtime, ctx: ToolContext, **args: object) -> ToolResult:
     return await registry.call(ToolCall("c1", "memory_search", json.dumps(args)), ctx)
 
 
-def archive_session(lore: Runtime, scope: str, turns: list[tuple[str, str]]) -> None:
+def archive_session(lore: Runtime, scope: str, turns: list[tuple[Role, str]]) -> None:
     archive_dated(lore, SESSION, "2026-11-20T02:00:00+00:00", turns, scope=scope, slug="api-design")
 
 
@@ -181,13 +182,15 @@ def archive_dated(
     lore: Runtime,
     session_id: str,
     stamp: str,
-    turns: list[tuple[str, str]],
+    turns: list[tuple[Role, str]],
     *,
     scope: str = HOME,
     slug: str = "trip",
 ) -> None:
     """A session closed an hour after `stamp`, through the runtime's own sessions store."""
-    messages = [{"role": role, "content": text, "timestamp": stamp} for role, text in turns]
+    messages: list[Message] = [
+        {"role": role, "content": text, "timestamp": stamp} for role, text in turns
+    ]
     start = datetime.fromisoformat(stamp)
     session = lore.sessions.live(scope)
     session.reset(session_id)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from lore.core.tools import ToolContext
 from lore.llm.base import ToolCall
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import Message
 from lore.ports.sessions import ArchivedSession
 from lore.runtime import Runtime
 from lore.sessions.closing import close_session
@@ -34,14 +35,14 @@ async def _call(lore: Runtime, name: str, scope: str = KEY, **args: object) -> t
     return result.content, result.is_error
 
 
-def _archive(lore: Runtime, key: str, messages: list[dict[str, object]]) -> ArchivedSession:
+def _archive(lore: Runtime, key: str, messages: list[Message]) -> ArchivedSession:
     lore.session(key).append(messages)
     entry = close_session(lore, key)
     assert entry is not None
     return entry
 
 
-def _chat(n: int, word: str = "hualien") -> list[dict[str, object]]:
+def _chat(n: int, word: str = "hualien") -> list[Message]:
     return [{"role": "user", "content": f"{word} message {i}"} for i in range(n)]
 
 
@@ -94,7 +95,7 @@ async def test_another_scopes_session_is_a_clear_error_and_shows_nothing(lore: R
 
 
 async def test_session_history_pages_an_archived_session_exactly(lore: Runtime) -> None:
-    messages: list[dict[str, object]] = [
+    messages: list[Message] = [
         {"role": "user", "content": "天气如何？", "author": "john"},
         {
             "role": "assistant",

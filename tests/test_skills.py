@@ -9,6 +9,7 @@ import pytest
 
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime
 from lore.tools.skills import load_skills, parse_front_matter
 
@@ -76,7 +77,7 @@ async def test_load_skill_returns_the_instructions_and_its_files(
     model.tool_call("load_skill", {"name": "nope"}).reply("No such skill.")
     conversation = skilled.conversation("cli:default", emit=lambda e: None)
     await conversation.send("write release notes")
-    loaded = model.requests[1].messages[-1]["content"]
+    loaded = content_text(model.requests[1].messages[-1]["content"])
     assert loaded.startswith("# Skill: release-notes\n\nRun scripts/notes.sh")
     assert "- scripts/notes.sh" in loaded
     await conversation.send("use the nope skill")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lore.llm.tokens import TokenCounter, estimate_tokens
+from lore.messages import ToolCallRecord
 
 
 def test_cjk_characters_count_about_one_token_each() -> None:
@@ -40,7 +41,11 @@ def test_messages_include_per_message_overhead_and_tool_calls() -> None:
     assert plain == 2 + 4 + 3
     with_system = counter.count_messages([{"role": "user", "content": "abcdefgh"}], system="abcd")
     assert with_system == plain + 4 + 1
-    call = {"id": "c1", "name": "remember", "arguments": '{"content": "I live in Hualien"}'}
+    call: ToolCallRecord = {
+        "id": "c1",
+        "name": "remember",
+        "arguments": '{"content": "I live in Hualien"}',
+    }
     with_call = counter.count_messages([{"role": "assistant", "content": "", "tool_calls": [call]}])
     assert with_call > counter.count_messages([{"role": "assistant", "content": ""}]) + 8
 

@@ -11,6 +11,7 @@ from lore.core.approval import ScriptedApprover
 from lore.errors import ConfigError
 from lore.llm.base import Message
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime
 from lore.tools.trust import TrustPolicy, command_parts
 from tests.tooling import lore_with_tools
@@ -75,7 +76,7 @@ async def test_ask_answered_no_changes_nothing_and_tells_the_model(
     model.tool_call("write_file", {"path": "TODO.md", "content": "gone\n"}).reply("Okay.")
     await _turn(lore, "clear my todo", project=project, approver=approver)
     assert (project / "TODO.md").read_text() == "- write tests\n"
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error: overwrite TODO.md was declined by john (terminal)")
     (message,) = _tool_messages(lore)
     assert message["decision"] == {
@@ -105,7 +106,7 @@ async def test_ask_where_no_one_can_answer_is_refused(
 ) -> None:
     model.tool_call("exec", {"command": "echo hi"}).reply("Could not.")
     await _turn(lore, "say hi", project=project, approver=None)
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert "no one can approve it" in result
 
 
@@ -119,7 +120,7 @@ async def test_never_refuses_the_curated_files_with_a_clear_error(
     model.reply("I may not.")
     await _turn(lore, "rewrite your soul", project=None, approver=approver)
     assert soul.read_text() == before and approver.actions == []
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error: overwrite SOUL.md is never allowed (file rule 'SOUL.md')")
     (message,) = _tool_messages(lore)
     assert message["decision"] == {
@@ -168,7 +169,7 @@ async def test_non_owner_conversations_never_see_the_tools(
     offered = {spec.name for spec in model.requests[0].tools}
     assert "remember" in offered
     assert offered.isdisjoint({"read_file", "write_file", "edit_file", "exec", "load_skill"})
-    result = model.requests[1].messages[-1]["content"]
+    result = content_text(model.requests[1].messages[-1]["content"])
     assert result.startswith("Error: unknown tool 'read_file'")
 
 
@@ -236,13 +237,13 @@ def test_a_transcript_shows_each_tool_runs_decision() -> None:
 
     from lore.sessions.tools import render_message
 
-    approved = {
+    approved: Message = {
         "role": "tool",
         "name": "write_file",
         "content": "Wrote TODO.md (2 lines).",
         "decision": {"trust": "ask", "outcome": "approved", "by": "john (terminal)"},
     }
-    refused = {
+    refused: Message = {
         "role": "tool",
         "name": "exec",
         "content": "Error: …",
@@ -294,7 +295,7 @@ async def test_a_members_turn_counts_only_the_tool_schemas_it_was_offered(
     (turn,) = seen
     request = model.requests[0]
     offered = _json.dumps([vars(spec) for spec in request.tools], ensure_ascii=False)
-    user = {"role": "user", "content": "hi", "author": "Amy"}
+    user: Message = {"role": "user", "content": "hi", "author": "Amy"}
     fresh = TokenCounter(str(lore.config.model_spec()))  # as counted before this turn
     expected = fresh.count_messages([user], request.system) + fresh.count(offered)
     assert "exec" not in offered

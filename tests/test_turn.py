@@ -15,6 +15,7 @@ from lore.core.tools import ToolContext
 from lore.errors import AuthenticationError, ProviderServerError
 from lore.events import Emit, Event, Notice, ReplyFailed, ReplyFinished, TextDelta, ToolCallEvent
 from lore.llm.scripted import ScriptedProvider, Step
+from lore.messages import content_text
 from lore.runtime import Runtime, build
 from tests.postgres_server import storage  # noqa: F401  (each test on both backends)
 
@@ -121,7 +122,9 @@ async def test_unknown_tool_gets_an_error_result_and_the_turn_finishes(
     tool_events = [e for e in events if isinstance(e, ToolCallEvent)]
     assert tool_events[0].is_error and "unknown tool 'launch_rockets'" in tool_events[0].result
     tool_message = model.requests[1].messages[-1]
-    assert tool_message["role"] == "tool" and tool_message["content"].startswith("Error:")
+    assert tool_message["role"] == "tool" and content_text(tool_message["content"]).startswith(
+        "Error:"
+    )
     roles = [m["role"] for m in lore.session("cli:default").messages]
     assert roles == ["user", "assistant", "tool", "assistant"]
 
@@ -289,7 +292,7 @@ async def test_history_window_stays_within_the_context_budget(
     total = lore.tokens.count_messages(last.messages, last.system)
     assert total <= 6000 - min(lore.config.max_output_tokens, 6000 // 4)
     assert last.messages[0]["role"] == "user"
-    assert last.messages[-1]["content"].startswith("message 29")
+    assert content_text(last.messages[-1]["content"]).startswith("message 29")
 
 
 async def test_prompt_and_reply_together_fit_the_context_window(

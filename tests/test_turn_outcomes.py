@@ -11,6 +11,7 @@ import pytest
 from lore.channels.terminal import run_once
 from lore.cli import main
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime
 
 HOME = "cli:default"
@@ -41,7 +42,9 @@ async def test_a_looping_model_sets_one_reminder_not_ten(
     assert await run_once(lore, HOME, "remind me in 10 minutes to take the pills", out=out,
                           err=err) == 0  # fmt: skip
     assert len(lore.reminders.list(HOME)) == 1
-    results = [m["content"] for m in lore.session(HOME).messages if m["role"] == "tool"]
+    results = [
+        content_text(m["content"]) for m in lore.session(HOME).messages if m["role"] == "tool"
+    ]
     assert results[0].startswith("Reminder #1 set for")
     assert all(r.startswith("Already set: reminder #1 is already set for") for r in results[1:])
 

@@ -22,6 +22,7 @@ from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
 from lore.memory.dream import DreamBusy, run_dream
+from lore.messages import Message, content_text
 from lore.runtime import Runtime, build
 
 pytestmark = pytest.mark.postgres
@@ -202,7 +203,7 @@ def test_a_draft_read_as_its_turn_ends_is_not_kept_again(
         )
         streaming = turn.draft(0)
         streaming.__enter__().write("从前有座山")
-        reply = {
+        reply: Message = {
             "role": "assistant",
             "content": "从前有座山",
             "timestamp": "2026-11-30T09:00:01+00:00",
@@ -317,7 +318,7 @@ def test_workers_appending_to_one_conversation_at_once_lose_and_reorder_nothing(
         pg.close()
     assert len(messages) == 3 * 40
     for name in names:
-        own = [m["content"] for m in messages if m["content"].startswith(name)]
+        own = [m["content"] for m in messages if content_text(m["content"]).startswith(name)]
         assert own == [f"{name} сообщение {i}" for i in range(40)]  # each in its own order
         assert sum(m.get("seen") == name for m in messages) == 4  # every mark applied
 
@@ -334,7 +335,7 @@ def test_forget_everywhere_erases_a_phrase_from_sessions_and_history_on_postgres
 
     home = tmp_path / "host-a"
     lore = _worker(home, postgres_url, ScriptedProvider(), clock)
-    said = [
+    said: list[Message] = [
         {"role": "user", "content": "我的医生是王大夫，每周五见面"},
         {"role": "assistant", "content": "好的，王大夫每周五。"},
     ]

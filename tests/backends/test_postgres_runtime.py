@@ -16,6 +16,7 @@ from lore.cli import main
 from lore.clock import FixedClock
 from lore.config import load_config
 from lore.llm.scripted import ScriptedProvider
+from lore.messages import content_text
 from lore.runtime import Runtime, build
 
 pytestmark = pytest.mark.postgres
@@ -92,7 +93,9 @@ def test_remind_add_then_serve_once_delivers_from_postgres(
     finally:
         other.close()
     assert not (home / "sessions" / "cli_default.jsonl").exists()
-    assert message["content"].startswith("⏰ Reminder for @john: water the plants (late)")
+    assert content_text(message["content"]).startswith(
+        "⏰ Reminder for @john: water the plants (late)"
+    )
     assert main(["serve", "--once"]) == 0
     assert capsys.readouterr().out == ""  # nothing twice
     assert main(["remind", "list", "--all"]) == 0

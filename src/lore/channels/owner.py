@@ -34,7 +34,7 @@ def reminder_channel(config: Config, session: LiveSession) -> str:
     if config.channels.reminder_channel:
         return config.channels.reminder_channel
     for message in reversed(session.messages):
-        if message.get("role") == "user" and not message.get("cancelled"):
+        if message["role"] == "user" and not message.get("cancelled"):
             return str(message.get("channel") or TERMINAL)
     return TERMINAL
 

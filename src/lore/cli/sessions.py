@@ -13,6 +13,7 @@ from lore.cli.common import add_common, load_runtime, print_json, session_key, s
 from lore.errors import quoted
 
 if TYPE_CHECKING:
+    from lore.messages import Message
     from lore.ports.sessions import LiveSession
     from lore.runtime import Runtime
 
@@ -179,7 +180,7 @@ def _print_live(lore: Runtime, args: argparse.Namespace, session: LiveSession) -
 
 
 def _print_messages(
-    lore: Runtime, scope: str, start: int, messages: list[Any], *, why: bool
+    lore: Runtime, scope: str, start: int, messages: list[Message], *, why: bool
 ) -> None:
     from lore.sessions.tools import render_message
     from lore.sessions.why import explain, render_why
@@ -187,18 +188,18 @@ def _print_messages(
     for number, message in enumerate(messages, start=start):
         print()
         print(render_message(number, message, lore.zone))
-        if why and message.get("role") == "assistant" and message.get("content"):
+        if why and message["role"] == "assistant" and message.get("content"):
             explained = explain(lore.memory, scope, number, message, lore.zone)
             print("    " + render_why(explained).replace("\n", "\n    "))
 
 
-def _with_why(lore: Runtime, scope: str, start: int, messages: list[Any]) -> list[Any]:
+def _with_why(lore: Runtime, scope: str, start: int, messages: list[Message]) -> list[Message]:
     """Each reply's `why` as `explain` gives it: memories with their text as it is now."""
     from lore.sessions.why import explain
 
     shown = []
     for number, message in enumerate(messages, start=start):
-        if message.get("role") == "assistant" and message.get("content"):
+        if message["role"] == "assistant" and message.get("content"):
             message = {**message, "why": explain(lore.memory, scope, number, message, lore.zone)}
         shown.append(message)
     return shown

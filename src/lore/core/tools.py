@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lore.core.provenance import Provenance
 from lore.errors import DiskFullError, LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
+from lore.messages import Decision
 
 if TYPE_CHECKING:
     from lore.core.approval import Approver
@@ -44,7 +45,7 @@ class ToolContext:
     project: Path | None = None  # the chosen project folder; None: the agent workspace
     approver: Approver | None = None  # who answers a tool's "may I?"; None: no one can
     # What the trust policy decided for the call being run, recorded with its result.
-    decision: dict[str, str] | None = None
+    decision: Decision | None = None
     # Memory ids shown to the model this turn (the `#id` lines of the block).
     shown_memory_ids: set[int] = field(default_factory=set)
     # Reminder ids shown to the model: by set_reminder or list_reminders, this turn or in
@@ -69,7 +70,7 @@ class ToolResult:
     call: ToolCall
     content: str
     is_error: bool
-    decision: dict[str, str] | None = None  # allowed / approved by whom / refused
+    decision: Decision | None = None  # allowed / approved by whom / refused
 
 
 class ToolRegistry:

@@ -242,7 +242,7 @@ def _user_message(inbound: Inbound, now: datetime) -> Message:
 
 def _keep_why(added: list[Message], ctx: ToolContext) -> None:
     """The reply carries what the turn showed the model (`why`); tool rounds need none."""
-    if added and added[-1].get("role") == "assistant" and ctx.provenance:
+    if added and added[-1]["role"] == "assistant" and ctx.provenance:
         added[-1]["why"] = ctx.provenance.to_dict()
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lore.llm.base import Message
+from lore.messages import without_tool_calls
 
 __all__ = ["Window", "history_window"]
 
@@ -43,7 +44,7 @@ def history_window(
         used += cost
         first = index
     # Advance to the first user message, so no tool result or reply is orphaned.
-    while first < len(messages) and messages[first].get("role") != "user":
+    while first < len(messages) and messages[first]["role"] != "user":
         used -= count(messages[first])
         first += 1
     kept = _paired(messages[first:])
@@ -63,19 +64,19 @@ def _paired(messages: Sequence[Message]) -> list[Message]:
         index += 1
         if message.get("cancelled"):
             continue  # a turn the user cancelled never happened, as far as the model knows
-        if message.get("role") == "tool":
+        if message["role"] == "tool":
             continue  # not right after its call
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        calls = message.get("tool_calls") if message["role"] == "assistant" else None
         if not calls:
             kept.append(message)
             continue
         results: list[Message] = []
-        while index < len(messages) and messages[index].get("role") == "tool":
+        while index < len(messages) and messages[index]["role"] == "tool":
             results.append(messages[index])
             index += 1
         answered = Counter(result.get("tool_call_id") for result in results)
-        if answered == Counter(call.get("id") for call in calls):
+        if answered == Counter(call["id"] for call in calls):
             kept += [message, *results]
         elif message.get("content"):
-            kept.append({k: v for k, v in message.items() if k != "tool_calls"})
+            kept.append(without_tool_calls(message))
     return kept

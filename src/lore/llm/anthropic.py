@@ -18,7 +18,8 @@ from lore.errors import (
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
 from lore.llm.retry import RetryPolicy, Sleep
-from lore.llm.sse import HTTPProvider, decode_json, post_sse
+from lore.llm.sse import HTTPProvider, decode_json, post_sse, wire_index, wire_object
+from lore.messages import ContentPart, FinishReason
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "to_anthropic_messages"]
 
@@ -38,13 +39,15 @@ _ERROR_STATUS = {
     "overloaded_error": 529,
 }
 
-_STOP_REASONS = {
+_STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
+    "refusal": "content_filter",
 }
 
+_LABEL = "Anthropic"  # how errors name the provider
 _JSON_INSTRUCTION = "Reply with one JSON object and nothing else."
 
 
@@ -142,10 +145,10 @@ class _MessageReader:
         self.seen = True
         kind = data.get("type")
         if kind == "message_start":
-            self._count(data.get("message", {}).get("usage"))
+            self._count(wire_object(data, "message", _LABEL).get("usage"))
         elif kind == "content_block_start":
-            block = data.get("content_block") or {}
-            self.blocks[int(data.get("index", len(self.blocks)))] = {
+            block = wire_object(data, "content_block", _LABEL)
+            self.blocks[wire_index(data, len(self.blocks), _LABEL)] = {
                 "type": block.get("type"),
                 "id": block.get("id", ""),
                 "name": block.get("name", ""),
@@ -155,19 +158,19 @@ class _MessageReader:
             if block.get("type") == "text" and block.get("text"):
                 return self._add_text(str(block["text"]))
         elif kind == "content_block_delta":
-            delta = data.get("delta") or {}
+            delta = wire_object(data, "delta", _LABEL)
             if delta.get("type") == "text_delta":
                 return self._add_text(str(delta.get("text", "")))
             if delta.get("type") == "input_json_delta":
-                block = self.blocks.get(int(data.get("index", -1)))
-                if block is None:
+                started = self.blocks.get(wire_index(data, -1, _LABEL))
+                if started is None:
                     raise ProviderResponseError(
                         "Anthropic sent tool input for a block it never started",
                         body=json.dumps(data),
                     )
-                block["json"].append(str(delta.get("partial_json", "")))
+                started["json"].append(str(delta.get("partial_json", "")))
         elif kind == "message_delta":
-            reason = (data.get("delta") or {}).get("stop_reason")
+            reason = wire_object(data, "delta", _LABEL).get("stop_reason")
             if reason:
                 self.stop_reason = str(reason)
             self._count(data.get("usage"))
@@ -203,8 +206,9 @@ class _MessageReader:
             for _, block in sorted(self.blocks.items())
             if block["type"] == "tool_use"
         ]
+        reason: FinishReason
         if self.stop_reason:
-            reason = _STOP_REASONS.get(self.stop_reason, self.stop_reason)
+            reason = _STOP_REASONS.get(self.stop_reason, "other")
         else:
             reason = "stop" if self.stopped else "incomplete"
         return Completion(
@@ -224,7 +228,7 @@ def to_anthropic_messages(system: str, messages: list[Message]) -> tuple[str, li
     systems = [system] if system else []
     out: list[dict[str, Any]] = []
     for message in messages:
-        role = message.get("role")
+        role = message["role"]
         if role == "system":
             if message.get("content"):
                 systems.append(str(message["content"]))
@@ -247,7 +251,7 @@ def to_anthropic_messages(system: str, messages: list[Message]) -> tuple[str, li
                         "type": "tool_use",
                         "id": call["id"],
                         "name": call["name"],
-                        "input": _parse_input(call.get("arguments")),
+                        "input": _parse_input(call["arguments"]),
                     }
                 )
         else:
@@ -262,14 +266,14 @@ def to_anthropic_messages(system: str, messages: list[Message]) -> tuple[str, li
     return "\n\n".join(systems), out
 
 
-def _text_blocks(content: Any) -> list[dict[str, Any]]:
+def _text_blocks(content: str | list[ContentPart] | None) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return [dict(block) for block in content]
     text = _text(content)
     return [{"type": "text", "text": text}] if text.strip() else []
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     return "" if content is None else str(content)
 
 

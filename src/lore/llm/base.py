@@ -1,10 +1,7 @@
 """The provider seam: one request shape, one stream of events, any model behind it.
 
-Messages are plain dicts in one canonical shape (what the live session stores):
-    {"role": "user", "content": "...", "author": "john"}
-    {"role": "assistant", "content": "...", "tool_calls": [{"id", "name", "arguments"}]}
-    {"role": "tool", "tool_call_id": "...", "name": "...", "content": "..."}
-`arguments` is the JSON text the model produced. Providers translate to their wire format.
+Messages are `lore.messages.Message` records, in the one shape the live session stores;
+providers translate them to their wire format.
 """
 
 from __future__ import annotations
@@ -13,9 +10,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from lore.messages import FinishReason, Message, ToolCallRecord, content_text
+
 __all__ = [
     "ChatRequest",
     "Completion",
+    "FinishReason",
     "Message",
     "Provider",
     "StreamEvent",
@@ -26,8 +26,6 @@ __all__ = [
     "complete",
     "content_text",
 ]
-
-Message = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class ToolCall:
     name: str
     arguments: str  # JSON text, as the model wrote it
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> ToolCallRecord:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
@@ -74,7 +72,7 @@ class Completion:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
-    finish_reason: str = "stop"
+    finish_reason: FinishReason = "stop"
 
 
 StreamEvent = TextChunk | Completion
@@ -90,15 +88,6 @@ class Provider(Protocol):
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]: ...
 
     async def aclose(self) -> None: ...
-
-
-def content_text(content: Any) -> str:
-    """A message's content as plain text (a list of parts joins their text)."""
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
 
 
 async def complete(provider: Provider, request: ChatRequest) -> Completion:

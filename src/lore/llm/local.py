@@ -14,6 +14,7 @@ from typing import Any
 from lore.errors import BadRequestError, ConfigError, ProviderError
 from lore.extras import install_hint
 from lore.llm.base import ChatRequest, Completion, StreamEvent, TextChunk
+from lore.messages import FinishReason, finish_reason
 
 __all__ = ["LOCAL_NOTICE", "LocalProvider", "find_bundled_model"]
 
@@ -89,7 +90,7 @@ class LocalProvider:
         # hold up interpreter or event-loop shutdown.
         threading.Thread(target=work, name="lore-local-model", daemon=True).start()
         text: list[str] = []
-        finish_reason = "incomplete"
+        reason: FinishReason = "incomplete"
         try:
             while True:
                 kind, value = await queue.get()
@@ -103,10 +104,10 @@ class LocalProvider:
                         text.append(content)
                         yield TextChunk(content)
                     if choice.get("finish_reason"):
-                        finish_reason = str(choice["finish_reason"])
+                        reason = finish_reason(str(choice["finish_reason"]))
         finally:
             stop.set()
-        yield Completion(text="".join(text), finish_reason=finish_reason)
+        yield Completion(text="".join(text), finish_reason=reason)
 
     async def aclose(self) -> None:
         self._llama = None
@@ -142,10 +143,9 @@ def _plain_messages(request: ChatRequest) -> list[dict[str, str]]:
     """System, user and assistant text only: the model cannot follow tool traffic."""
     messages = [{"role": "system", "content": request.system}] if request.system else []
     for message in request.messages:
-        role = message.get("role")
-        content = message.get("content")
+        role, content = message["role"], message.get("content")
         if role in ("user", "assistant", "system") and content:
-            messages.append({"role": str(role), "content": str(content)})
+            messages.append({"role": role, "content": str(content)})
     return messages
 
 

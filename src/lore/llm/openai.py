@@ -20,7 +20,8 @@ from lore.errors import (
 )
 from lore.llm.base import ChatRequest, Completion, Message, StreamEvent, TextChunk, ToolCall, Usage
 from lore.llm.retry import RetryPolicy, Sleep
-from lore.llm.sse import HTTPProvider, decode_json, post_sse
+from lore.llm.sse import HTTPProvider, decode_json, post_sse, wire_object, wire_objects
+from lore.messages import ContentPart, FinishReason, finish_reason
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -182,19 +183,19 @@ class _ReplyReader:
                 output_tokens=int(usage.get("completion_tokens") or 0),
             )
         texts: list[str] = []
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
+        for choice in wire_objects(chunk, "choices", self.label):
+            delta = wire_object(choice, "delta", self.label)
             content = delta.get("content")
             if isinstance(content, str) and content:
                 self.text.append(content)
                 texts.append(content)
-            for call in delta.get("tool_calls") or []:
-                self._add_call_delta(call)
+            for call in wire_objects(delta, "tool_calls", self.label):
+                self._add_call_delta(call, wire_object(call, "function", self.label))
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return texts
 
-    def _add_call_delta(self, delta: dict[str, Any]) -> None:
+    def _add_call_delta(self, delta: dict[str, Any], function: dict[str, Any]) -> None:
         # The wire's index says which call a fragment continues, but not every server keeps
         # to it: Ollama numbers every call of a parallel batch 0, others send no index.
         # A new id is always a new call; a fragment without one continues its index's call.
@@ -211,7 +212,6 @@ class _ReplyReader:
         slot = self.calls[position]
         if call_id:
             slot["id"] = call_id
-        function = delta.get("function") or {}
         if function.get("name") and not slot["name"]:
             slot["name"] = str(function["name"])
         arguments = function.get("arguments")
@@ -232,7 +232,11 @@ class _ReplyReader:
             )
             for index, slot in enumerate(self.calls)
         ]
-        reason = self.finish_reason or ("stop" if self.done else "incomplete")
+        reason: FinishReason
+        if self.finish_reason:
+            reason = finish_reason(self.finish_reason)
+        else:
+            reason = "stop" if self.done else "incomplete"
         if calls and reason == "stop":
             reason = "tool_calls"  # some servers report "stop" after tool calls
         return Completion(
@@ -246,7 +250,7 @@ def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, A
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
-        role = message.get("role")
+        role = message["role"]
         content = message.get("content")
         if role == "assistant":
             calls = message.get("tool_calls") or []
@@ -272,7 +276,7 @@ def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, A
                 }
             )
         else:
-            out.append({"role": role or "user", "content": _as_text(content)})
+            out.append({"role": role, "content": _as_text(content)})
     return out
 
 
@@ -289,10 +293,8 @@ def _stream_error(error: Any, label: str) -> ProviderError:
     return ProviderError(f"{label} reported an error mid-reply: {detail}", body=body)
 
 
-def _as_text(content: Any) -> Any:
-    if content is None:
-        return ""
-    return content if isinstance(content, str | list) else str(content)
+def _as_text(content: str | list[ContentPart] | None) -> str | list[ContentPart]:
+    return "" if content is None else content
 
 
 def _is_official_openai(base_url: str) -> bool:

@@ -14,7 +14,16 @@ from lore.errors import ProviderConnectionError, ProviderResponseError, provider
 from lore.llm.base import ChatRequest, StreamEvent
 from lore.llm.retry import RetryPolicy, Sleep, retry_after_from_headers, stream_with_retry
 
-__all__ = ["HTTPProvider", "SSEEvent", "decode_json", "iter_sse", "post_sse"]
+__all__ = [
+    "HTTPProvider",
+    "SSEEvent",
+    "decode_json",
+    "iter_sse",
+    "post_sse",
+    "wire_index",
+    "wire_object",
+    "wire_objects",
+]
 
 _CONNECTION_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
@@ -94,6 +103,40 @@ def decode_json(data: str, label: str) -> list[dict[str, Any]]:
     if not all(isinstance(item, dict) for item in parsed):
         raise ProviderResponseError(f"{label} sent an unexpected stream event", body=data)
     return parsed
+
+
+def wire_object(event: dict[str, Any], key: str, label: str) -> dict[str, Any]:
+    """`event[key]` where the wire has an object there (absent or empty: {}); anything
+    else is a malformed reply, said in one line rather than failing deep in a reader."""
+    value = event.get(key)
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise _malformed(event, f"{key} is not an object", label)
+    return value
+
+
+def wire_objects(event: dict[str, Any], key: str, label: str) -> list[dict[str, Any]]:
+    """`event[key]` where the wire has a list of objects (absent or empty: [])."""
+    value = event.get(key)
+    if not value:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise _malformed(event, f"{key} is not a list of objects", label)
+    return value
+
+
+def wire_index(event: dict[str, Any], default: int, label: str) -> int:
+    """`event["index"]`, a whole number (absent: `default`)."""
+    value = event.get("index", default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _malformed(event, "index is not a whole number", label)
+    return value
+
+
+def _malformed(event: dict[str, Any], problem: str, label: str) -> ProviderResponseError:
+    body = json.dumps(event, ensure_ascii=False)
+    return ProviderResponseError(f"{label} sent a malformed reply: {problem}", body=body)
 
 
 class HTTPProvider:

@@ -92,9 +92,9 @@ class TokenCounter:
         for message in messages:
             total += _PER_MESSAGE + self._raw(content_text(message.get("content")))
             for call in message.get("tool_calls") or []:
-                total += _PER_MESSAGE + self._raw(str(call.get("name", "")))
-                total += self._raw(str(call.get("arguments", "")))
-            if message.get("role") == "tool":
+                total += _PER_MESSAGE + self._raw(call["name"])
+                total += self._raw(call["arguments"])
+            if message["role"] == "tool":
                 total += self._raw(str(message.get("tool_call_id", "")))
         return self._scaled(total)
 

@@ -174,7 +174,7 @@ def choose_boundary(
     chosen: int | None = None
     chunk = 0  # tokens of messages[start:cut]
     for cut in range(start, len(messages)):
-        if cut > start and messages[cut].get("role") == "user":
+        if cut > start and messages[cut]["role"] == "user":
             if chunk > max_chunk_tokens:
                 return chosen if chosen is not None else cut
             chosen = cut

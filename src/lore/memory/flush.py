@@ -62,7 +62,7 @@ async def flush_before_compaction(
     lore: FlushServices, key: str, messages: Sequence[Message], *, now: datetime
 ) -> Path | None:
     """Append durable notes from `messages` to today's daily note; the file, or None."""
-    talk = [m for m in messages if m.get("role") in ("user", "assistant") and m.get("content")]
+    talk = [m for m in messages if m["role"] in ("user", "assistant") and m.get("content")]
     if not talk:
         return None
     request = ChatRequest(

@@ -132,7 +132,7 @@ def _previous_session_tail(lore: HistoryServices, session_id: str) -> str:
     used = 0
     for message in reversed(messages):
         content = message.get("content")
-        if message.get("role") not in ("user", "assistant") or not isinstance(content, str):
+        if message["role"] not in ("user", "assistant") or not isinstance(content, str):
             continue
         speaker = message.get("author") or message["role"]
         line = f"{speaker}: {' '.join(content.split())}"

@@ -159,8 +159,8 @@ async def _summarise(
 ) -> ArchivedSession:
     settings = lore.config.session_memory
     messages, _ = archive.read_messages(entry)
-    talk = [m for m in messages if m.get("role") in ("user", "assistant") and m.get("content")]
-    user_count = sum(1 for m in talk if m.get("role") == "user")
+    talk = [m for m in messages if m["role"] in ("user", "assistant") and m.get("content")]
+    user_count = sum(1 for m in talk if m["role"] == "user")
     if not settings.enabled or user_count < settings.min_user_messages:
         archive.link_summary(entry.session_id, None, entry.slug, "skipped")
         return replace(entry, summary="skipped")
@@ -261,7 +261,7 @@ def _parse(text: str, talk: Sequence[Message]) -> _Summary:
     )
     if not key_messages:
         key_messages = [
-            " ".join(str(m["content"]).split())[:300] for m in talk if m.get("role") == "user"
+            " ".join(str(m["content"]).split())[:300] for m in talk if m["role"] == "user"
         ]
     slug = data.get("slug")
     return _Summary(
@@ -297,7 +297,7 @@ def _raw_text(entry: ArchivedSession, index_path: str, talk: Sequence[Message], 
         content = " ".join(str(message.get("content", "")).split())
         if len(content) > _RAW_CHARS:
             content = content[:_RAW_CHARS] + " …"
-        who = one_line(str(message.get("author") or message.get("role")))
+        who = one_line(message.get("author") or message["role"])
         lines.append(
             f"- **{message.get('role')}** ({who}, {message.get('timestamp', '')}): {content}"
         )

@@ -28,7 +28,7 @@ def render_messages(
     for message in messages:
         if message.get("cancelled"):
             continue  # the user took it back
-        role = str(message.get("role", "?"))
+        role = message["role"]
         content = content_text(message.get("content"))
         stamp = local_minute(str(message.get("timestamp", "")), zone)
         who = f"{role} ({message['author']})" if message.get("author") else role

@@ -151,7 +151,7 @@ def reminder_ids_shown(messages: Iterable[Message]) -> set[int]:
     a reminder set in an earlier turn may be cancelled while that turn is in the history."""
     shown: set[int] = set()
     for message in messages:
-        pattern = _SHOWN.get(str(message.get("name"))) if message.get("role") == "tool" else None
+        pattern = _SHOWN.get(str(message.get("name"))) if message["role"] == "tool" else None
         if pattern is not None:
             shown.update(int(found) for found in pattern.findall(str(message.get("content"))))
     return shown

@@ -219,7 +219,7 @@ async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit
 
 def _previous_turn_start(lore: SearchServices, turn: CompletedTurn) -> float:
     messages = lore.sessions.live(turn.scope).messages
-    users = [m for m in messages[: turn.user_index] if m.get("role") == "user"]
+    users = [m for m in messages[: turn.user_index] if m["role"] == "user"]
     stamp = (users[-1] if users else turn.messages[0]).get("timestamp")
     try:
         return datetime.fromisoformat(str(stamp)).timestamp()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lore.errors import SessionError
 
 if TYPE_CHECKING:
     from lore.core.feature import Forgotten
+    from lore.messages import Message
     from lore.search import SearchServices
 
 __all__ = ["hide_forgotten"]
@@ -74,18 +75,18 @@ def _hide(lore: SearchServices, forgotten: Forgotten) -> None:
         sources.index_note_file(index, workspace, workspace / name, lore.notes, force=True)
 
 
-def _turn(messages: list[dict[str, Any]] | None, position: int) -> int:
+def _turn(messages: list[Message] | None, position: int) -> int:
     """The user message that starts the turn holding `position` (a turn still being
     answered is not in the session yet: its user message comes at `position`)."""
     if messages is None or position >= len(messages):
         return position
     for start in range(position, -1, -1):
-        if messages[start].get("role") == "user":
+        if messages[start]["role"] == "user":
             return start
     return position
 
 
-def _archived(lore: SearchServices, session_id: str) -> list[dict[str, Any]] | None:
+def _archived(lore: SearchServices, session_id: str) -> list[Message] | None:
     archive = lore.sessions.archive
     entry = archive.get(session_id)
     if entry is None:

@@ -34,6 +34,7 @@ from lore.ports.search import SearchIndexPort as SearchIndex
 from lore.search.timespan import find_about
 
 if TYPE_CHECKING:
+    from lore.messages import Message
     from lore.ports.memories import Memory, MemoryStore
     from lore.ports.sessions import ArchivedSession, LiveSession, SessionArchive
 
@@ -304,7 +305,7 @@ def _is_template(text: str) -> bool:
 def session_entries(
     session_id: str,
     scope: str,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     *,
     default_at: float,
     zone: tzinfo = UTC,
@@ -321,13 +322,13 @@ def session_entries(
     talk: list[tuple[int, str, str, float]] = []
     turn = 0
     for position, message in enumerate(messages):
-        if message.get("role") == "user":
+        if message["role"] == "user":
             turn = position
-        if message.get("role") not in ("user", "assistant") or turn_mark(turn) in hidden:
+        if message["role"] not in ("user", "assistant") or turn_mark(turn) in hidden:
             continue
         text = _content_text(message.get("content"))
         if text:
-            speaker = str(message.get("author") or message.get("role"))
+            speaker = message.get("author") or message["role"]
             at = _parse_time(message.get("timestamp")) or default_at
             talk.append((position, speaker, text, at))
     entries: list[Entry] = []

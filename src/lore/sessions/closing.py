@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from lore.config import Config
     from lore.core.feature import Feature
     from lore.events import Emit
+    from lore.messages import Message
     from lore.ports.sessions import LiveSession, SessionStore
 
 __all__ = [
@@ -170,10 +171,11 @@ def recover_interrupted(lore: ClosingServices, *, min_age: float = 60.0) -> list
     return lore.sessions.recover(min_age=min_age)
 
 
-def _slug_for(messages: list[dict[str, object]]) -> str:
+def _slug_for(messages: list[Message]) -> str:
     for message in messages:
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return slugify(str(message["content"]))
+        content = message.get("content")
+        if message["role"] == "user" and isinstance(content, str):
+            return slugify(content)
     return "session"
 
 

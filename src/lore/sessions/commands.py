@@ -22,7 +22,7 @@ async def _new(conversation: CommandContext, args: str) -> str | CommandOutput:
     lore = conversation.lore
     session = conversation.session
     session.refresh()
-    users = sum(1 for m in session.messages if m.get("role") == "user")
+    users = sum(1 for m in session.messages if m["role"] == "user")
     try:
         entry = await new_session(lore, conversation.scope, session=session, emit=conversation.emit)
     except LoreError as exc:

@@ -17,6 +17,7 @@ from lore.core.provenance import SourceRef
 from lore.core.tools import ToolContext, optional_int, optional_str
 from lore.errors import ToolError, quoted
 from lore.llm.base import Message, content_text
+from lore.messages import Decision
 from lore.ports.sessions import ArchivedSession
 from lore.text import counted
 
@@ -217,7 +218,7 @@ def render_page(title: str, page: Page, total: int, zone: tzinfo, *, next_call: 
 
 
 def render_message(number: int, message: Message, zone: tzinfo) -> str:
-    role = str(message.get("role", "?"))
+    role = message["role"]
     who = f"{role} ({message['author']})" if message.get("author") else role
     stamp = _local(str(message.get("timestamp", "")), zone)
     head = f"[{number}] {who}" + (f" {stamp}" if stamp else "")
@@ -232,7 +233,7 @@ def render_message(number: int, message: Message, zone: tzinfo) -> str:
     return "\n".join(lines)
 
 
-def describe_decision(decision: dict[str, str]) -> str:
+def describe_decision(decision: Decision) -> str:
     """What the trust policy decided for a tool run, as one phrase."""
     outcome = decision.get("outcome", "?")
     if outcome == "approved":

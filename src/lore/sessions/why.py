@@ -78,7 +78,7 @@ def render_why(explained: dict[str, Any]) -> str:
 
 
 def _is_reply(message: Message) -> bool:
-    return message.get("role") == "assistant" and bool(message.get("content"))
+    return message["role"] == "assistant" and bool(message.get("content"))
 
 
 def _memory(memory: MemoryStore, scope: str, memory_id: int) -> dict[str, Any]:

@@ -30,12 +30,12 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
 
 from lore.config import ToolsConfig
 from lore.core.approval import Action
 from lore.core.tools import ToolContext
 from lore.errors import ToolError
+from lore.messages import TrustLevel
 
 __all__ = [
     "DEFAULT_EXEC_RULES",
@@ -48,7 +48,7 @@ __all__ = [
     "command_parts",
 ]
 
-Level = Literal["allow", "ask", "never"]
+Level = TrustLevel
 _ORDER: dict[str, int] = {"allow": 0, "ask": 1, "never": 2}
 _LEVELS: dict[str, Level] = {"allow": "allow", "ask": "ask", "never": "never"}
 
@@ -203,7 +203,7 @@ async def authorize(ctx: ToolContext, action: Action, verdict: Verdict, *, patie
     ctx.decision = {"trust": "ask", "outcome": "approved", "by": approval.by}
 
 
-def _refuse(ctx: ToolContext, trust: str, reason: str) -> None:
+def _refuse(ctx: ToolContext, trust: Level, reason: str) -> None:
     ctx.decision = {"trust": trust, "outcome": "refused", "reason": reason}
 
 

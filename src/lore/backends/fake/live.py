@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from lore.llm.base import Message
+from lore.messages import merge_flags, parse_message
 from lore.ports.sessions import SessionMeta
 
-__all__ = ["FakeDraft", "FakeLiveSession", "LiveState"]
+__all__ = ["FakeDraft", "FakeLiveSession", "LiveState", "json_copy"]
 
 
 @dataclass
@@ -64,15 +65,15 @@ class FakeLiveSession:
                 if line.get("_type") == "mark":
                     index = line["index"]
                     if 0 <= index < len(messages):
-                        messages[index].update(line["flags"])
+                        merge_flags(messages[index], line["flags"])
                 else:
-                    messages.append(_copy(line))
+                    messages.append(parse_message(json_copy(line)))
             self.messages = messages
 
     def append(self, messages: list[Message], *, touch: bool = True, durable: bool = True) -> None:
         if not messages:
             return
-        copies = [_copy(m) for m in messages]  # what a file would keep: JSON, nothing shared
+        copies = [json_copy(m) for m in messages]  # what a file would keep: JSON, nothing shared
         with self._state.lock:
             self._state.lines.extend(copies)
             if touch:
@@ -89,7 +90,7 @@ class FakeLiveSession:
 
     def mark(self, index: int, **flags: Any) -> None:
         with self._state.lock:
-            self._state.lines.append({"_type": "mark", "index": index, "flags": _copy(flags)})
+            self._state.lines.append({"_type": "mark", "index": index, "flags": json_copy(flags)})
             self.refresh()
 
     @contextmanager
@@ -103,7 +104,7 @@ class FakeLiveSession:
             meta = self._state.meta
             for name, value in changes.items():
                 if name == "extra":
-                    meta.extra.update(_copy(value))
+                    meta.extra.update(json_copy(value))
                 else:
                     setattr(meta, name, value)
             self.refresh()
@@ -123,7 +124,8 @@ def _held(lock: threading.RLock) -> Iterator[None]:
         yield
 
 
-def _copy(data: dict[str, Any]) -> dict[str, Any]:
+def json_copy(data: Mapping[str, object]) -> dict[str, Any]:
+    """`data` as a store keeps it: JSON, nothing shared with the caller."""
     copied: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False))
     return copied
 

@@ -12,9 +12,10 @@ from dataclasses import replace
 from datetime import datetime, tzinfo
 from typing import Any
 
-from lore.backends.fake.live import FakeLiveSession, LiveState
+from lore.backends.fake.live import FakeLiveSession, LiveState, json_copy
 from lore.errors import SessionError
 from lore.llm.base import Message
+from lore.messages import parse_message
 from lore.ports.sessions import (
     ArchivedSession,
     FaultHook,
@@ -29,7 +30,8 @@ __all__ = ["FakeArchive", "FakeSessions"]
 
 class FakeArchive:
     def __init__(self) -> None:
-        self._transcripts: dict[str, tuple[ArchivedSession, list[Message]]] = {}
+        # Kept as JSON values, as a file would keep them (forget everywhere edits them).
+        self._transcripts: dict[str, tuple[ArchivedSession, list[dict[str, Any]]]] = {}
         self._index: dict[str, ArchivedSession] = {}  # in the order they were last closed
         self._changes = 0
         self._versions: dict[str, tuple[int, int]] = {}  # session id -> (write, messages)
@@ -51,7 +53,7 @@ class FakeArchive:
             raise SessionError(f"archived transcript {entry.transcript_path} is missing")
         messages = self._transcripts[entry.session_id][1]
         end = None if limit is None else offset + limit
-        return [dict(m) for m in messages[offset:end]], len(messages)
+        return [parse_message(json_copy(m)) for m in messages[offset:end]], len(messages)
 
     def link_summary(
         self, session_id: str, memory_path: str | None, slug: str, status: str
@@ -98,10 +100,10 @@ class FakeArchive:
             reason=reason,
         )
         _step(fault, "archive_tmp_written")
-        self._store(entry, [dict(m) for m in messages])
+        self._store(entry, [json_copy(m) for m in messages])
         return entry
 
-    def _store(self, entry: ArchivedSession, messages: list[Message]) -> None:
+    def _store(self, entry: ArchivedSession, messages: list[dict[str, Any]]) -> None:
         self._transcripts[entry.session_id] = (entry, messages)
         self._changes += 1
         self._versions[entry.session_id] = (self._changes, len(messages))

@@ -24,9 +24,10 @@ from typing import Any
 from lore.errors import DiskFullError, SessionError
 from lore.files import cut_torn_tail, disk_full, fsync_dir, locked_file, write_all
 from lore.llm.base import Message
+from lore.messages import parse_message
 from lore.ports.sessions import ArchivedSession, FaultHook, SessionMeta
 
-__all__ = ["SessionArchive", "parse_message_line"]
+__all__ = ["SessionArchive", "message_line", "parse_message_line"]
 
 log = logging.getLogger(__name__)
 
@@ -259,12 +260,14 @@ class SessionArchive:
             for number, raw in enumerate(f, start=2):
                 if not raw.strip():
                     continue
-                message = parse_message_line(raw)
-                if message is None:
+                try:
+                    message = message_line(raw)
+                except SessionError as exc:
                     log.warning(
-                        "%s line %d: skipped an unreadable message line",
+                        "%s line %d: skipped an unreadable message line (%s)",
                         self.relative(path),
                         number,
+                        exc,
                     )
                     continue
                 yield message
@@ -323,12 +326,18 @@ class SessionArchive:
 def parse_message_line(raw: bytes) -> Message | None:
     """One transcript line as a message, or None if it is not one."""
     try:
-        message = json.loads(raw)
+        return message_line(raw)
+    except SessionError:
+        return None
+
+
+def message_line(raw: bytes) -> Message:
+    """One transcript line as a message; a one-line SessionError when it is not one."""
+    try:
+        data = json.loads(raw)
     except ValueError:  # bad JSON or bad UTF-8
-        return None
-    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-        return None
-    return message
+        raise SessionError("not JSON text") from None
+    return parse_message(data)
 
 
 def _write_durably(tmp: Path, content: bytes) -> None:

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -23,6 +23,7 @@ from lore.errors import DiskFullError, SessionError
 from lore.files import atomic_write, disk_full, locked_file, try_lock, try_lock_fd, write_all
 from lore.keys import key_to_filename
 from lore.llm.base import Message
+from lore.messages import merge_flags, parse_message
 from lore.ports.sessions import SessionMeta
 
 __all__ = ["Draft", "LiveSession", "new_session_id"]
@@ -169,14 +170,16 @@ class LiveSession:
             if not raw.strip():
                 continue
             try:
-                message = json.loads(raw)
-                if isinstance(message, dict) and message.get("_type") == "mark":
-                    self._apply_mark(message)
+                data = json.loads(raw)
+                if isinstance(data, dict) and data.get("_type") == "mark":
+                    self._apply_mark(data)
                     continue
-                if not isinstance(message, dict) or "role" not in message:
-                    raise ValueError("not a message")
-            except ValueError:
-                log.warning("%s: skipped a corrupt line near byte %d", self.path.name, offset)
+                message = parse_message(data)
+            except (ValueError, SessionError) as exc:
+                why = exc if isinstance(exc, SessionError) else "not JSON text"
+                log.warning(
+                    "%s: skipped a corrupt line near byte %d (%s)", self.path.name, offset, why
+                )
                 continue
             self.messages.append(message)
         self._offset = offset + end
@@ -191,7 +194,7 @@ class LiveSession:
         self._append_lines(messages, touch=touch, durable=durable)
 
     def _append_lines(
-        self, messages: list[dict[str, Any]], *, touch: bool = True, durable: bool = True
+        self, messages: Sequence[Mapping[str, object]], *, touch: bool = True, durable: bool = True
     ) -> None:
         if not messages:
             return
@@ -302,7 +305,10 @@ class LiveSession:
     def _apply_mark(self, data: dict[str, Any]) -> None:
         index, flags = data.get("index"), data.get("flags")
         if isinstance(index, int) and 0 <= index < len(self.messages) and isinstance(flags, dict):
-            self.messages[index].update(flags)
+            try:
+                merge_flags(self.messages[index], flags)
+            except SessionError as exc:
+                log.warning("%s: skipped a mark on message %d (%s)", self.path.name, index, exc)
 
     def update_meta(self, **changes: Any) -> None:
         with self._locked():

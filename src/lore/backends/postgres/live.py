@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +23,9 @@ from psycopg.types.json import Jsonb
 
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.locks import LockHub
+from lore.errors import SessionError
 from lore.llm.base import Message
+from lore.messages import merge_flags, parse_message
 from lore.ports.sessions import SessionMeta
 
 __all__ = ["PostgresDraft", "PostgresLiveSession"]
@@ -128,9 +130,15 @@ class PostgresLiveSession:
             if row["is_mark"]:
                 index, flags = line.get("index"), line.get("flags")
                 if isinstance(index, int) and 0 <= index < len(self.messages):
-                    self.messages[index].update(flags)
+                    try:
+                        merge_flags(self.messages[index], flags)
+                    except SessionError as exc:
+                        log.warning("%s: skipped a mark on message %d: %s", self.key, index, exc)
             else:
-                self.messages.append(line)
+                try:
+                    self.messages.append(parse_message(line))
+                except SessionError as exc:
+                    log.warning("%s line %s: skipped: %s", self.key, row["seq"], exc)
             self._seq = int(row["seq"])
 
     # -- writing ---------------------------------------------------------------------
@@ -147,7 +155,7 @@ class PostgresLiveSession:
 
     def _write(
         self,
-        lines: list[tuple[bool, dict[str, Any]]],
+        lines: Sequence[tuple[bool, Mapping[str, object]]],
         *,
         touch: bool,
         durable: bool,

@@ -10,6 +10,7 @@ steps leaves every message in the live session or a committed archive, and `reco
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -24,6 +25,7 @@ from lore.backends.postgres.live import PostgresLiveSession
 from lore.backends.postgres.locks import LockHub
 from lore.errors import SessionError
 from lore.llm.base import Message
+from lore.messages import parse_message
 from lore.ports.sessions import (
     ArchivedSession,
     FaultHook,
@@ -34,6 +36,8 @@ from lore.ports.sessions import (
 )
 
 __all__ = ["PostgresArchive", "PostgresSessions"]
+
+log = logging.getLogger(__name__)
 
 _KEPT = 256  # live sessions kept loaded
 
@@ -73,7 +77,13 @@ class PostgresArchive:
             " ORDER BY seq LIMIT %s",
             (entry.session_id, offset, limit),
         )
-        return [json.loads(r["body"]) for r in rows], int(row["message_count"])
+        messages = []
+        for seq, r in enumerate(rows, offset + 1):
+            try:
+                messages.append(parse_message(json.loads(r["body"])))
+            except SessionError as exc:
+                log.warning("%s message %d: skipped: %s", entry.transcript_path, seq, exc)
+        return messages, int(row["message_count"])
 
     def link_summary(
         self, session_id: str, memory_path: str | None, slug: str, status: str

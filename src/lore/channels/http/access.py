@@ -15,6 +15,7 @@ from lore.errors import InvalidInputError, NotFoundError, SessionError, quoted
 
 if TYPE_CHECKING:
     from lore.channels.http.auth import Client
+    from lore.messages import Message
     from lore.ports.memories import AuditEntry
     from lore.ports.sessions import ArchivedSession, LiveSession, SessionArchive
     from lore.runtime import Runtime
@@ -131,7 +132,7 @@ class ScopeAccess:
         )
         return {"text": block.text, "shown": sorted(block.shown_ids), "hidden": block.hidden_count}
 
-    def source_message(self, memory: dict[str, Any]) -> dict[str, Any] | None:
+    def source_message(self, memory: dict[str, Any]) -> Message | None:
         """The message a memory was noted from, when its session still has it."""
         source = memory.get("source")
         if not source or source.get("message") is None:

@@ -43,6 +43,7 @@ from lore.channels.http.context import Gateway, caller, error_response, gateway
 from lore.core.admission import check_message
 from lore.errors import InvalidInputError, quoted
 from lore.events import CommandOutput, Event, ReplyFailed, ReplyFinished, TextDelta, Trust
+from lore.messages import FinishReason
 
 __all__ = ["router"]
 
@@ -239,7 +240,9 @@ class _Reply:
                 yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n"
         yield "data: [DONE]\n\n"
 
-    def _chunk(self, model: str, delta: dict[str, Any], *, finish: str | None = None) -> str:
+    def _chunk(
+        self, model: str, delta: dict[str, Any], *, finish: FinishReason | None = None
+    ) -> str:
         chunk = {
             "id": self.id,
             "object": "chat.completion.chunk",
