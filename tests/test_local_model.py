@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncGenerator
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,27 @@ async def test_generation_runs_off_the_event_loop_and_stops_when_abandoned() -> 
     # The abandoned generation released the model, so the next reply is not blocked.
     events = [event async for event in model.stream(request)]
     assert isinstance(events[-1], Completion)
+
+
+def test_without_the_offline_build_the_chat_says_one_thing_how_to_get_a_model(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+
+    try:
+        import llama_cpp  # noqa: F401
+
+        pytest.skip("llama-cpp-python is installed here")
+    except ImportError:
+        pass
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LORE"))}
+    env.update(HOME=str(tmp_path), LORE_HOME=str(tmp_path / "home"), LORE_USER="anna")
+    done = subprocess.run(
+        [sys.executable, "-m", "lore", "chat", "-m", "hi"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    said = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1
+    assert len(said) == 1 and "needs llama-cpp-python" in said[0], said
+    assert "Using the small built-in model" not in done.stdout + done.stderr
