@@ -7,7 +7,7 @@
     core
     ports, events
     llm, config, config_file, errors, clock, logs, text, secrets, schedule, embed,
-    e5_numpy, files, keys, lease_holder   (bottom)
+    e5_numpy, files, keys, scope, lease_holder   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too. For
 cycles, imports under TYPE_CHECKING do not: they never run, and a Protocol naming the
@@ -44,6 +44,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "lore.e5_numpy",
             "lore.files",
             "lore.keys",
+            "lore.scope",
             "lore.lease_holder",
         ),  # fmt: skip
     ),
