@@ -311,7 +311,7 @@ async def test_a_reminder_is_pushed_to_the_group_with_a_real_mention_once(
     lore = line.lore
     deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
     later = lore.clock.now() + timedelta(minutes=11)
-    with lore.bus.deliver_for("line:", line.channel.deliver):
+    with lore.bus.deliver_for("line", line.channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(later), deliver)
         assert len(await scheduler.run_once(later)) == 1
         assert await scheduler.run_once(later + timedelta(minutes=5)) == []
@@ -338,7 +338,7 @@ async def test_an_undeliverable_reminder_is_retried_then_shown_as_failed(
     lore = line.lore
     deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
     when = lore.clock.now() + timedelta(minutes=2)
-    with lore.bus.deliver_for("line:", line.channel.deliver):
+    with lore.bus.deliver_for("line", line.channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(when), deliver)
         for _ in range(MAX_ATTEMPTS):
             assert await scheduler.run_once(when) == []

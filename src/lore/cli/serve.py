@@ -165,7 +165,7 @@ async def serve(
         if once:
             with ExitStack() as channels:
                 if line is not None:  # due reminders of LINE chats go out by push
-                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    channels.enter_context(lore.bus.deliver_for("line", line.deliver))
                     if line.settings.owner_ids:
                         _owner_reminders(lore, channels, {"line": line.deliver})
                 await scheduler.run_once()
@@ -193,14 +193,14 @@ async def serve(
             with ExitStack() as channels:
                 pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
                 if telegram is not None:
-                    channels.enter_context(lore.bus.deliver_for("telegram:", telegram.deliver))
+                    channels.enter_context(lore.bus.deliver_for("telegram", telegram.deliver))
                     helpers.append(asyncio.create_task(telegram.run_forever(), name="telegram"))
                     how = telegram.settings.webhook_url or "long polling"
                     print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
                     if telegram.settings.owner_ids:
                         pushers["telegram"] = telegram.deliver
                 if line is not None:
-                    channels.enter_context(lore.bus.deliver_for("line:", line.deliver))
+                    channels.enter_context(lore.bus.deliver_for("line", line.deliver))
                     # Events a stopped `lore serve` took but never answered are answered now.
                     helpers.append(asyncio.create_task(line.run_forever(), name="line"))
                     if line.settings.owner_ids:
@@ -236,7 +236,7 @@ def _owner_reminders(lore: Runtime, channels: ExitStack, pushers: dict[str, Deli
     from lore.config import OWNER_SCOPE
 
     owner = owner_reminders(lore, pushers)
-    channels.enter_context(lore.bus.deliver_for(OWNER_SCOPE, owner))
+    channels.enter_context(lore.bus.deliver_to(OWNER_SCOPE, owner))
 
 
 def _telegram(lore: Runtime) -> TelegramChannel | None:
