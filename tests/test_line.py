@@ -475,12 +475,12 @@ async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mentio
 ) -> None:
     from datetime import UTC, datetime
 
-    from lore.ports.outbox import OutboxItem
+    from lore.ports.outbox import OutboxItem, ReminderPayload
     from lore.reminders.delivery import Delivery
 
     def due(scope: str, late: bool) -> Delivery:
-        payload = {"reminder_id": 7, "author": "John", "text": "стирка", "late": late,
-                   "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
+        payload = ReminderPayload(7, "стирка", "John", datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
+                                  late=late)  # fmt: skip
         created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
         return Delivery(
             OutboxItem(0, f"r7@{late}", scope, "line", "reminder", payload, "pending", 0, created),
