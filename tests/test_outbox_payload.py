@@ -137,3 +137,22 @@ async def test_a_damaged_payload_is_kept_retried_and_shown_failed_while_others_g
     assert (kept.status, kept.attempts) == ("failed", MAX_ATTEMPTS)
     assert "unreadable payload (reminder_id is text, not a number)" in kept.last_error
     assert len(delivered) == 1
+
+
+async def test_forget_everywhere_reaches_the_text_of_a_damaged_payload(lore: Runtime) -> None:
+    lore.reminders.add(SCOPE, "Маша", "倒垃圾", NOW, timezone="Asia/Taipei", now=NOW)
+    lore.reminders.claim_due(NOW)
+    [item] = lore.outbox.items(SCOPE)
+    damaged = '["倒垃圾 at the door"]' if lore.config.database_url else '{"text": "倒垃圾 at'
+    _damage(lore.outbox, item.key, damaged)
+
+    def match(text: str) -> bool:
+        return "倒垃圾" in text
+
+    def redact(text: str) -> str:
+        return text.replace("倒垃圾", "[forgotten]")
+
+    assert lore.outbox.redact_text(match, redact) == 1
+    [kept] = lore.outbox.items(SCOPE)
+    assert isinstance(kept.payload, UnreadablePayload)
+    assert "倒垃圾" not in kept.payload.raw and "[forgotten]" in kept.payload.raw
