@@ -117,6 +117,7 @@ def test_a_registered_channel_names_its_kinds_and_its_groups() -> None:
         return scope.kind == "群"
 
     keys = ChannelKeys("scopetest", kinds=("群", "私"), group=group)
+    assert Scope.parse("scopetest:群:家:人") == Scope("scopetest", "", "群:家:人")  # unknown yet
     register(keys)
     register(keys)  # again, the same way: nothing changes
     assert channel_keys("scopetest") is keys

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lore.errors import InvalidInputError, quoted
 from lore.keys import conversation_key
@@ -53,6 +54,7 @@ def register(keys: ChannelKeys) -> None:
     if known is not None and known != keys:
         raise ValueError(f"the keys of channel {keys.channel!r} are registered already")
     _REGISTRY[keys.channel] = keys
+    _parsed.cache_clear()  # a key read before may read otherwise now
 
 
 def channel_keys(channel: str) -> ChannelKeys | None:
@@ -94,7 +96,7 @@ class Scope:
     def parse(cls, text: str) -> Scope:
         """The parts of a conversation key; InvalidInputError for what is none
         (`lore.keys.conversation_key`: empty, too long, a control character)."""
-        return cls(*_split(conversation_key(text)))
+        return _parsed(text)
 
     def format(self) -> str:
         """The key as it is stored."""
@@ -123,3 +125,9 @@ class Scope:
         """A chat with one person alone, as its channel tells them apart."""
         keys = self.keys
         return keys is not None and keys.direct(self)
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Scope:
+    # A turn asks about its scope several times; checking a key costs about 25 µs.
+    return Scope(*_split(conversation_key(text)))
