@@ -105,12 +105,13 @@ class UnreadablePayload:
 Payload = ReminderPayload | UnreadablePayload
 
 
-def payload_from_json(data: object) -> Payload:
+def payload_from_json(data: object, *, raw: str | None = None) -> Payload:
     """A stored payload, from the JSON value a store read (PostgreSQL's jsonb)."""
     try:
         return ReminderPayload.from_json(data)
     except DamagedRecordError as exc:
-        return UnreadablePayload(json.dumps(data, ensure_ascii=False), str(exc))
+        kept = json.dumps(data, ensure_ascii=False) if raw is None else raw
+        return UnreadablePayload(kept, str(exc))
 
 
 def payload_from_text(text: str) -> Payload:
@@ -119,10 +120,7 @@ def payload_from_text(text: str) -> Payload:
         data = json.loads(text)
     except (TypeError, ValueError) as exc:
         return UnreadablePayload(str(text), f"not JSON: {exc}")
-    try:
-        return ReminderPayload.from_json(data)
-    except DamagedRecordError as exc:
-        return UnreadablePayload(text, str(exc))
+    return payload_from_json(data, raw=text)
 
 
 def payload_to_json(payload: Payload) -> dict[str, Any]:
