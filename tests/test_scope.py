@@ -130,3 +130,12 @@ def test_a_registered_channel_names_its_kinds_and_its_groups() -> None:
         ChannelKeys("bad:name")
     with pytest.raises(ValueError):
         ChannelKeys("fine", kinds=("a:b",))
+
+
+def test_the_built_in_channels_keys_are_known_to_a_process_that_loads_no_channel() -> None:
+    import subprocess
+    import sys
+
+    code = "from lore.scope import Scope; print(Scope.parse('line:group:C1:x').kind)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "group"
