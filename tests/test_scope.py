@@ -139,3 +139,20 @@ def test_the_built_in_channels_keys_are_known_to_a_process_that_loads_no_channel
     code = "from lore.scope import Scope; print(Scope.parse('line:group:C1:x').kind)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "group"
+
+
+def test_line_and_telegram_read_their_chats_from_a_key_and_refuse_another_channels() -> None:
+    from lore.channels.line import Chat
+    from lore.channels.telegram import _chat_id
+
+    assert Chat.of_scope("line:room:R1:x") == Chat("room", "R1:x")
+    assert Chat("group", "C1").scope == "line:group:C1"
+    assert _chat_id("telegram:-1001234") == -1001234
+    for key in ("telegram:42", "line:U1", "line:bogus:U1", "owner"):
+        with pytest.raises(InvalidInputError, match="not a LINE chat"):
+            Chat.of_scope(key)
+    for key in ("line:user:42", "telegram:42x", "telegram:", "telegram:+42", "telegram:٤٢"):
+        with pytest.raises(InvalidInputError, match="not a Telegram chat"):
+            _chat_id(key)
+    with pytest.raises(InvalidInputError):
+        Chat("user", "U1\n")  # no key: LINE's ids are letters and digits
