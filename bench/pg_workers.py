@@ -48,7 +48,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.postgres_server
 
-PREFIX = "bench:"
+CHANNEL = "bench"  # its scopes are bench:<n>
+PREFIX = f"{CHANNEL}:"
 
 
 # -- the worker (a child process) -----------------------------------------------------------
@@ -83,7 +84,7 @@ def worker(home: str, url: str, sink: str, lease: float) -> None:
                 reply = await client.post(sink, json=body, headers={"Idempotency-Key": due.key})
                 reply.raise_for_status()
 
-            with lore.bus.deliver_for(PREFIX, to_sink):
+            with lore.bus.deliver_for(CHANNEL, to_sink):
                 await serve(lore, listener=listener)
 
     asyncio.run(main())

@@ -144,3 +144,22 @@ async def test_a_message_arriving_while_others_wait_still_waits_its_turn(
     said = [m["content"] for m in runtime.session(GROUP).messages if m["role"] == "user"]
     assert said == ["one", "two", "three"]
     await runtime.aclose()
+
+
+async def test_a_channels_delivery_takes_its_scopes_and_one_scopes_delivery_comes_first(
+    lore: Runtime,
+) -> None:
+    async def line(due: object) -> None: ...
+
+    async def owner(due: object) -> None: ...
+
+    with lore.bus.deliver_for("line", line), lore.bus.deliver_to("owner", owner):
+        assert lore.bus.deliverer("line:group:C1") is line
+        assert lore.bus.deliverer("line:user:U1:with:colons") is line
+        assert lore.bus.deliverer("owner") is owner
+        # Another channel whose name starts alike, a key that is only the word, none.
+        for key in ("linex:1", "line", "telegram:42", "api:line:x", "owner:x"):
+            assert lore.bus.deliverer(key) is None, key
+        with lore.bus.deliver_to("line:group:C1", owner):
+            assert lore.bus.deliverer("line:group:C1") is owner
+    assert lore.bus.deliverer("line:group:C1") is None

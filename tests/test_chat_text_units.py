@@ -18,7 +18,7 @@ from lore.clock import FixedClock
 from lore.config import Config, TelegramConfig
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.ports.outbox import OutboxItem
+from lore.ports.outbox import OutboxItem, ReminderPayload
 from lore.reminders.delivery import Delivery
 from lore.runtime import build
 from tests.line_server import FakeLine, line_gateway, line_settings, no_wait
@@ -52,8 +52,7 @@ def _echo(request: ChatRequest) -> Step:
 
 
 def _due(scope: str, author: str, text: str, *, late: bool = False) -> Delivery:
-    payload = {"reminder_id": 7, "author": author, "text": text, "late": late,
-               "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
+    payload = ReminderPayload(7, text, author, datetime(2026, 11, 30, 8, 0, tzinfo=UTC), late=late)
     created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
     return Delivery(OutboxItem(0, f"r7@{text}", scope, "line", "reminder", payload, "pending",
                                0, created), created)  # fmt: skip

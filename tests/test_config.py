@@ -91,3 +91,32 @@ def test_broken_config_file_gives_one_line_and_exit_1(
     assert main(["config", "show"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("lore: ") and err.count("\n") == 1
+
+
+def test_the_owners_scopes_are_the_terminals_and_their_own_one_to_one_chats(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from lore.config import OWNER_SCOPE, ChannelsConfig, LineConfig, TelegramConfig
+
+    config = replace(
+        load_config(env={"LORE_HOME": str(tmp_path)}),
+        telegram=TelegramConfig(owner_ids=("111",)),
+        line=LineConfig(owner_ids=("U111",)),
+    )
+    owners = ["cli:default", "cli:работа", "telegram:111", "line:user:U111", OWNER_SCOPE]
+    assert all(config.is_owner_scope(key) for key in owners)
+    others = ["api:default", "telegram:222", "telegram:-111", "line:group:U111", "line:U111"]
+    others += ["clix:1", "line:user:U111:x", "", "cli:a\nb"]  # the last two are no keys
+    assert not any(config.is_owner_scope(key) for key in others)
+
+    unified = replace(config, channels=ChannelsConfig(unified_owner_session=True))
+    joined = ["cli:default", "telegram:111", "line:user:U111"]
+    assert [unified.conversation_scope(key) for key in joined] == [OWNER_SCOPE] * 3
+    # Only a 1:1 chat joins the owner's conversation, even when the config names a group
+    # as the owner's; and a string that is no key stays as it is.
+    group = replace(unified, owner_scopes=("telegram:-100", "telegram:42"))
+    assert group.conversation_scope("telegram:-100") == "telegram:-100"
+    assert group.conversation_scope("telegram:42") == OWNER_SCOPE
+    assert unified.conversation_scope("cli:a\nb") == "cli:a\nb"

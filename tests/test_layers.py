@@ -7,7 +7,7 @@
     core
     ports, events
     llm, messages, config, config_file, errors, clock, logs, text, secrets, schedule,
-    embed, e5_numpy, files, keys, lease_holder   (bottom)
+    embed, e5_numpy, files, keys, scope, lease_holder, extras   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too; for
 cycles too, so no two modules name each other's types.
@@ -44,6 +44,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "lore.e5_numpy",
             "lore.files",
             "lore.keys",
+            "lore.scope",
             "lore.lease_holder",
             "lore.extras",
         ),  # fmt: skip

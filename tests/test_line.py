@@ -311,7 +311,7 @@ async def test_a_reminder_is_pushed_to_the_group_with_a_real_mention_once(
     lore = line.lore
     deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
     later = lore.clock.now() + timedelta(minutes=11)
-    with lore.bus.deliver_for("line:", line.channel.deliver):
+    with lore.bus.deliver_for("line", line.channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(later), deliver)
         assert len(await scheduler.run_once(later)) == 1
         assert await scheduler.run_once(later + timedelta(minutes=5)) == []
@@ -338,7 +338,7 @@ async def test_an_undeliverable_reminder_is_retried_then_shown_as_failed(
     lore = line.lore
     deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
     when = lore.clock.now() + timedelta(minutes=2)
-    with lore.bus.deliver_for("line:", line.channel.deliver):
+    with lore.bus.deliver_for("line", line.channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(when), deliver)
         for _ in range(MAX_ATTEMPTS):
             assert await scheduler.run_once(when) == []
@@ -475,12 +475,12 @@ async def test_a_late_reminder_says_so_and_one_in_a_private_chat_needs_no_mentio
 ) -> None:
     from datetime import UTC, datetime
 
-    from lore.ports.outbox import OutboxItem
+    from lore.ports.outbox import OutboxItem, ReminderPayload
     from lore.reminders.delivery import Delivery
 
     def due(scope: str, late: bool) -> Delivery:
-        payload = {"reminder_id": 7, "author": "John", "text": "стирка", "late": late,
-                   "due_at": "2026-11-30T08:00:00+00:00"}  # fmt: skip
+        payload = ReminderPayload(7, "стирка", "John", datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
+                                  late=late)  # fmt: skip
         created = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
         return Delivery(
             OutboxItem(0, f"r7@{late}", scope, "line", "reminder", payload, "pending", 0, created),

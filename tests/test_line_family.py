@@ -105,7 +105,7 @@ async def _deliver_due(line: LineGateway, now: Any, *, crash_after_push: bool = 
         if crash_after_push:
             raise RuntimeError("killed before marking the delivery done")
 
-    with lore.bus.deliver_for("line:", line.channel.deliver):
+    with lore.bus.deliver_for("line", line.channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(now), deliver)
         return len(await scheduler.run_once(now))
 

@@ -64,8 +64,8 @@ async def line(
     async with line_gateway(settings, model, clock, fake) as running:
         pushers: dict[str, Deliver] = {"line": running.channel.deliver}
         with (
-            running.lore.bus.deliver_for("line:", running.channel.deliver),
-            running.lore.bus.deliver_for(OWNER_SCOPE, owner_reminders(running.lore, pushers)),
+            running.lore.bus.deliver_for("line", running.channel.deliver),
+            running.lore.bus.deliver_to(OWNER_SCOPE, owner_reminders(running.lore, pushers)),
         ):
             yield running
 

@@ -78,8 +78,8 @@ async def gateway(
     task = asyncio.create_task(channel.run_forever())
     pushers = {"telegram": channel.deliver}
     with (
-        lore.bus.deliver_for("telegram:", channel.deliver),
-        lore.bus.deliver_for(OWNER_SCOPE, owner_reminders(lore, pushers)),
+        lore.bus.deliver_for("telegram", channel.deliver),
+        lore.bus.deliver_to(OWNER_SCOPE, owner_reminders(lore, pushers)),
     ):
         yield Gateway(lore, channel)
     channel.stop()

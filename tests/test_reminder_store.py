@@ -149,7 +149,7 @@ def test_a_claim_moves_each_occurrence_into_the_outbox_once(store: ReminderStore
     store.claim_due(NOW + timedelta(minutes=10))
     store.claim_due(NOW + timedelta(minutes=10))  # nothing due any more: nothing added
     [item] = store.outbox.items("cli:default")
-    assert item.kind == "reminder" and item.payload["reminder_id"] == reminder_id
+    assert item.kind == "reminder" and item.reminder.reminder_id == reminder_id
     assert item.key == f"reminder:{reminder_id}:{int((NOW + timedelta(minutes=10)).timestamp())}"
     assert item.status == "pending"
 

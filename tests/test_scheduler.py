@@ -425,11 +425,10 @@ async def test_cancelling_the_scheduler_never_leaves_a_written_reminder_pending(
     await asyncio.gather(task, return_exceptions=True)
     written = [m["reminder_id"] for m in LiveSession(sessions, "cli:default").messages]
     left = [
-        item.payload["reminder_id"] for item in store.outbox.items("cli:default", status="pending")
+        item.reminder.reminder_id for item in store.outbox.items("cli:default", status="pending")
     ]
     done = [
-        item.payload["reminder_id"]
-        for item in store.outbox.items("cli:default", status="delivered")
+        item.reminder.reminder_id for item in store.outbox.items("cli:default", status="delivered")
     ]
     # Every occurrence is written or still to deliver, never both, never lost.
     assert sorted(written) == sorted(done)

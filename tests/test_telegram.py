@@ -148,7 +148,7 @@ async def test_a_reminder_comes_back_to_the_group_mentioning_who_set_it_once(
     await _sent(fake, 1)
     deliver = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
     later = lore.clock.now() + timedelta(minutes=11)
-    with lore.bus.deliver_for("telegram:", channel.deliver):
+    with lore.bus.deliver_for("telegram", channel.deliver):
         scheduler = Scheduler(lore.reminders, FixedClock(later), deliver)
         assert len(await scheduler.run_once(later)) == 1
         assert await scheduler.run_once(later + timedelta(minutes=5)) == []

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# The channels' key shapes, registered before anything reads a conversation key.
+import lore.channels.scopes  # noqa: F401
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from lore.core.admission import refusal
 from lore.core.commands import is_command, run_command
 from lore.core.turn import TurnRunner, tool_context
+from lore.errors import InvalidInputError
 from lore.events import CommandOutput, Emit, Event, Inbound, Trust
+from lore.scope import Scope
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -72,7 +74,8 @@ class Bus:
         self.turns = TurnRunner(services)
         self._queues: dict[str, _Queue] = {}
         self._routes: dict[str, Emit] = {}
-        self._deliverers: dict[str, Deliver] = {}
+        self._by_channel: dict[str, Deliver] = {}  # reminders' deliveries, by channel
+        self._by_scope: dict[str, Deliver] = {}  # and by one scope, which comes first
 
     async def send(
         self, inbound: Inbound, emit: Emit | None = None, approver: Approver | None = None
@@ -147,21 +150,38 @@ class Bus:
         return self._routes.get(scope)
 
     @contextmanager
-    def deliver_for(self, prefix: str, deliver: Deliver) -> Iterator[None]:
-        """Deliver reminders of scopes starting with `prefix` ("telegram:") through a
-        channel: the scheduler awaits it, so a failed send is retried, never lost."""
-        self._deliverers[prefix] = deliver
+    def deliver_for(self, channel: str, deliver: Deliver) -> Iterator[None]:
+        """Deliver reminders of every scope of a channel ("telegram") through it: the
+        scheduler awaits it, so a failed send is retried, never lost."""
+        with self._delivering(self._by_channel, channel, deliver):
+            yield
+
+    @contextmanager
+    def deliver_to(self, scope: str, deliver: Deliver) -> Iterator[None]:
+        """Deliver one scope's reminders (the owner's one conversation) through `deliver`,
+        before any channel's delivery."""
+        with self._delivering(self._by_scope, scope, deliver):
+            yield
+
+    @staticmethod
+    @contextmanager
+    def _delivering(table: dict[str, Deliver], name: str, deliver: Deliver) -> Iterator[None]:
+        table[name] = deliver
         try:
             yield
         finally:
-            if self._deliverers.get(prefix) is deliver:
-                del self._deliverers[prefix]
+            if table.get(name) is deliver:
+                del table[name]
 
     def deliverer(self, scope: str) -> Deliver | None:
-        for prefix, deliver in self._deliverers.items():
-            if scope.startswith(prefix):
-                return deliver
-        return None
+        through = self._by_scope.get(scope)
+        if through is not None or not self._by_channel:
+            return through
+        try:
+            channel = Scope.parse(scope).channel
+        except InvalidInputError:  # stored before keys were checked: no channel's
+            return None
+        return self._by_channel.get(channel)
 
     def publish(self, scope: str, event: Event) -> bool:
         """Send an event to the channel attached to `scope`; False when none is."""

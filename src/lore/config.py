@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lore.errors import ConfigError
+from lore.errors import ConfigError, InvalidInputError
+from lore.scope import Scope
 
 __all__ = [
     "ApiClientConfig",
@@ -42,11 +43,10 @@ __all__ = [
 PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 
 # The owner's one conversation across channels (channels.unified_owner_session), and the
-# scopes that join it: the terminal's default, and 1:1 chats (of these kinds) that are
+# scopes that join it: the terminal's default, and 1:1 chats (`Scope.is_direct`) that are
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-_OWNER_DIRECT_KINDS = ("telegram", "line:user")
 REMINDER_CHANNELS = ("", "cli", "telegram", "line")
 
 
@@ -202,6 +202,15 @@ class LineConfig:
         return bool(self.channel_secret and self.access_token)
 
 
+def _parts(scope: str) -> Scope | None:
+    """The scope's parts; None for a string that is no conversation key (one stored
+    before keys were checked): it is nobody's 1:1 chat, and not the owner's."""
+    try:
+        return Scope.parse(scope)
+    except InvalidInputError:
+        return None
+
+
 @dataclass(frozen=True)
 class Config:
     home: Path
@@ -238,20 +247,23 @@ class Config:
     database_url: str = ""
 
     def is_owner_scope(self, scope: str) -> bool:
-        if scope.startswith("cli:") or scope in self.owner_scopes or scope == OWNER_SCOPE:
+        if scope in self.owner_scopes or scope == OWNER_SCOPE:
             return True
-        # The owner's 1:1 chat with the bot: its chat id is the owner's user id.
-        if scope.startswith("line:user:"):
-            return scope[10:] in self.line.owner_ids
-        return scope.startswith("telegram:") and scope[9:] in self.telegram.owner_ids
+        parts = _parts(scope)
+        return parts is not None and (parts.channel == "cli" or self._owners_own_chat(parts))
+
+    def _owners_own_chat(self, scope: Scope) -> bool:
+        """The owner's 1:1 chat with the bot: its chat id is the owner's user id."""
+        owner_ids = {"line": self.line.owner_ids, "telegram": self.telegram.owner_ids}
+        return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
 
     def conversation_scope(self, scope: str) -> str:
         """The scope a conversation is kept in: `owner` for the owner's 1:1 chats (and the
         terminal's default) when `channels.unified_owner_session` is on, else `scope`."""
         if not self.channels.unified_owner_session:
             return scope
-        kind = scope.rpartition(":")[0]
-        direct = scope in _OWNER_DIRECT or kind in _OWNER_DIRECT_KINDS
+        parts = _parts(scope)
+        direct = scope in _OWNER_DIRECT or (parts is not None and parts.is_direct)
         return OWNER_SCOPE if direct and self.is_owner_scope(scope) else scope
 
     @property

@@ -147,7 +147,7 @@ class Daemon:
     def _route(self, channel: str, deliver: Deliver, *, reaches_owner: bool) -> None:
         """Reminders of the channel's conversations go out through `deliver`; so may the
         owner's, when the channel reaches the owner 1:1."""
-        self._routes.enter_context(self.lore.bus.deliver_for(f"{channel}:", deliver))
+        self._routes.enter_context(self.lore.bus.deliver_for(channel, deliver))
         if reaches_owner:
             self._owner_pushers[channel] = deliver
 
@@ -157,7 +157,7 @@ class Daemon:
         if not self.lore.config.channels.unified_owner_session:
             return
         owner = owner_reminders(self.lore, self._owner_pushers)
-        self._routes.enter_context(self.lore.bus.deliver_for(OWNER_SCOPE, owner))
+        self._routes.enter_context(self.lore.bus.deliver_to(OWNER_SCOPE, owner))
 
     def _accepts(self, scope: str) -> bool:
         lore = self.lore

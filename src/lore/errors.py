@@ -12,7 +12,8 @@
     ├── SessionError           a live session or archive cannot be read or written
     ├── StoreError             the database refused an operation
     │   ├── NotFoundError      an id that does not exist in this scope
-    │   └── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
+    │   ├── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
+    │   └── DamagedRecordError a stored record this version cannot read (an outbox payload)
     ├── InvalidInputError      user or model input that is refused (oversize, secret, bad time)
     └── ToolError              a tool failed; its message goes back to the model as the result
 
@@ -26,6 +27,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConfigError",
+    "DamagedRecordError",
     "DiskFullError",
     "InvalidInputError",
     "LoreError",
@@ -112,6 +114,11 @@ class DiskFullError(StoreError):
 
     def __init__(self, message: str = "the disk holding LORE_HOME is full; nothing was changed"):
         super().__init__(message)
+
+
+class DamagedRecordError(StoreError):
+    """A stored record cannot be read: damaged, or written by a newer Lore. The store
+    keeps it as it is; what reads it says what is wrong and never drops it."""
 
 
 class InvalidInputError(LoreError):

@@ -21,7 +21,7 @@ import pytest
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
-from lore.ports.outbox import OutboxItem
+from lore.ports.outbox import OutboxItem, ReminderPayload
 
 pytestmark = pytest.mark.postgres
 
@@ -54,7 +54,8 @@ def add_many(store: PostgresReminderStore, count: int, *, scopes: int = 7) -> li
 
 
 def item(key: str, scope: str = HOME) -> OutboxItem:
-    return OutboxItem(0, key, scope, "cli", "reminder", {"text": key}, "pending", 0, NOW)
+    payload = ReminderPayload(1, key, "john", NOW)
+    return OutboxItem(0, key, scope, "cli", "reminder", payload, "pending", 0, NOW)
 
 
 # -- the outbox on its own --------------------------------------------------------------
@@ -78,7 +79,7 @@ def test_a_claimed_occurrence_enters_the_outbox_with_its_key(
     stamp = int(NOW.timestamp())
     assert keys == [f"reminder:{reminder.id}:{stamp + 3600}", f"reminder:{reminder.id}:{stamp}"]
     newest = store.outbox.items(HOME)[0]
-    assert (newest.channel, newest.payload["text"], newest.status) == (
+    assert (newest.channel, newest.reminder.text, newest.status) == (
         "telegram",
         "喝水",
         "pending",

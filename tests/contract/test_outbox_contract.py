@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lore.ports.outbox import MAX_ATTEMPTS, Outbox, OutboxItem
+from lore.ports.outbox import MAX_ATTEMPTS, Outbox, OutboxItem, ReminderPayload
 from tests.contract.conftest import Backend
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -27,7 +27,7 @@ def item(key: str, scope: str = HOME, text: str = "喝水 / выпей воды"
         scope=scope,
         channel="cli",
         kind="reminder",
-        payload={"text": text},
+        payload=ReminderPayload(7, text, "john", NOW, timezone="Asia/Taipei"),
         status="ignored",
         attempts=99,
         created_at=NOW - timedelta(days=9),
@@ -54,7 +54,7 @@ def test_put_keeps_the_item_pending_and_ignores_its_id_status_and_attempts(
         "cli",
         "reminder",
     )
-    assert stored.payload == {"text": "喝水 / выпей воды"}
+    assert stored.payload == ReminderPayload(7, "喝水 / выпей воды", "john", NOW, "Asia/Taipei")
     assert (stored.status, stored.attempts, stored.last_error) == ("pending", 0, "")
     assert stored.id > 0 and stored.created_at == NOW
 

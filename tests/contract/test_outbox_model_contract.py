@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, ReminderPayload
 from tests.contract.conftest import FACTORIES
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -67,9 +67,8 @@ def outbox_machine(backend_name: str) -> type[RuleBasedStateMachine]:
             scope=st.sampled_from(SCOPES),
         )
         def put(self, key: str, scope: str) -> None:
-            item = OutboxItem(
-                0, key, scope, "cli", "reminder", {"text": "喝水"}, "pending", 0, self.now
-            )
+            payload = ReminderPayload(1, "喝水", "john", self.now)
+            item = OutboxItem(0, key, scope, "cli", "reminder", payload, "pending", 0, self.now)
             added = self.outbox.put(item, now=self.now)
             assert added == (key not in self.keys)
             if added:

@@ -32,7 +32,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lore.channels.chat_approval import ChatApprovals
@@ -46,12 +46,13 @@ from lore.channels.line_api import (
     text_message,
 )
 from lore.channels.message_split import split_message
+from lore.channels.scopes import LINE_KINDS, LineKind
 from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
-from lore.keys import conversation_key
 from lore.reminders.delivery import reminder_line
+from lore.scope import Scope
 
 if TYPE_CHECKING:
     from lore.config import LineConfig
@@ -79,19 +80,24 @@ _MENTION = "\x00mention\x00"  # where LINE puts the mentioned person, in a remin
 
 @dataclass(frozen=True)
 class Chat:
-    """Where a message came from: `kind` user, group or room, and that chat's id."""
+    """Where a message came from: `kind` user, group or room, and that chat's id; its
+    `scope` the conversation key (InvalidInputError for an id that makes none)."""
 
-    kind: str
+    kind: LineKind
     id: str
+    scope: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def scope(self) -> str:
-        return f"line:{self.kind}:{self.id}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scope", str(Scope("line", self.kind, self.id)))
 
     @classmethod
     def of_scope(cls, scope: str) -> Chat:
-        _, kind, chat_id = scope.split(":", 2)
-        return cls(kind, chat_id)
+        """The chat a LINE conversation key names; InvalidInputError for another key."""
+        parts = Scope.parse(scope)
+        kind = next((k for k in LINE_KINDS if k == parts.kind), None)
+        if parts.channel != "line" or kind is None:
+            raise InvalidInputError(f"{quoted(scope)} is not a LINE chat's conversation key")
+        return cls(kind, parts.id)
 
     @classmethod
     def of_source(cls, source: Any) -> Chat:
@@ -99,13 +105,10 @@ class Chat:
         key (LINE's ids are plain letters and digits; anything else is not LINE)."""
         kind = str(source.type)
         if kind == "group":
-            chat = cls("group", str(source.group_id))
-        elif kind == "room":
-            chat = cls("room", str(source.room_id))
-        else:
-            chat = cls("user", str(source.user_id))
-        conversation_key(chat.scope)
-        return chat
+            return cls("group", str(source.group_id))
+        if kind == "room":
+            return cls("room", str(source.room_id))
+        return cls("user", str(source.user_id))
 
 
 class LineChannel:

@@ -30,10 +30,10 @@ from lore.channels.message_split import split_message as split_pieces
 from lore.channels.message_split import utf16_len as _units
 from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
-from lore.errors import InvalidInputError, LoreError
+from lore.errors import InvalidInputError, LoreError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
-from lore.keys import conversation_key
 from lore.reminders.delivery import mention_for, reminder_line
+from lore.scope import Scope
 
 if TYPE_CHECKING:
     from telegram import Bot, Message, Update
@@ -212,7 +212,7 @@ class TelegramChannel:
         sender = message.from_user
         chat = message.chat
         try:
-            key_of_chat = conversation_key(f"telegram:{chat.id}")
+            key_of_chat = str(Scope("telegram", "", str(chat.id)))
         except InvalidInputError as exc:  # Telegram's ids are numbers; this is not Telegram
             log.warning("telegram: update dropped: %s", exc)
             self.inbox.handled(key)
@@ -330,7 +330,7 @@ class TelegramChannel:
             text = reminder_line(due, mention="")
             await self._send(int(self.settings.owner_ids[0]), text, strict=True)
             return
-        chat_id = int(due.scope.split(":", 1)[1])
+        chat_id = _chat_id(due.scope)
         mention = mention_for(due)
         text = reminder_line(due)
         user_id = self._author_id(due.scope, due.author)
@@ -391,6 +391,15 @@ class TelegramChannel:
                         log.warning("telegram: sending to %s failed: %s", chat_id, exc)
                         return
                     await asyncio.sleep(0.5 * 2**attempt)
+
+
+def _chat_id(scope: str) -> int:
+    """The chat a Telegram conversation key names; InvalidInputError for another key."""
+    parts = Scope.parse(scope)
+    digits = parts.id.removeprefix("-")
+    if parts.channel != "telegram" or not (digits.isascii() and digits.isdigit()):
+        raise InvalidInputError(f"{quoted(scope)} is not a Telegram chat's conversation key")
+    return int(parts.id)
 
 
 def _seconds(value: Any) -> float:

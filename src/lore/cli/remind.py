@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     from lore.reminders import describe_reminder
+    from lore.reminders.delivery import due_summary
 
     with runtime(args) as lore:
         reminders = lore.reminders.list(args.session, include_done=args.all)
@@ -64,9 +65,9 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         rows = {r.id: r.to_dict() for r in reminders}
         for item in stuck:
-            reminder_id = int(item.payload.get("reminder_id", 0))
+            reminder_id, text, _ = due_summary(item)
             if reminder_id not in rows:  # a one-shot: done as far as its schedule goes
-                rows[reminder_id] = {"id": reminder_id, "text": item.payload.get("text")}
+                rows[reminder_id] = {"id": reminder_id, "text": text}
             rows[reminder_id].setdefault("undelivered", []).append(_undelivered(item))
         print_json(list(rows.values()))
         return 0
@@ -77,16 +78,19 @@ def _list(args: argparse.Namespace) -> int:
         print(describe_reminder(reminder, now) + by)
     for item in stuck:
         state = "failed" if item.status == "failed" else "not delivered yet, retrying"
+        reminder_id, text, _ = due_summary(item)
         print(
-            f"! #{item.payload.get('reminder_id')} {item.payload.get('text')} — {state} "
+            f"! #{reminder_id} {text} — {state} "
             f"after {item.attempts} attempt(s): {item.last_error or 'no reason given'}"
         )
     return 0
 
 
 def _undelivered(item: OutboxItem) -> dict[str, object]:
+    from lore.reminders.delivery import due_summary
+
     return {
-        "due_at": item.payload.get("due_at"),
+        "due_at": due_summary(item)[2],
         "status": item.status,
         "attempts": item.attempts,
         "error": item.last_error,

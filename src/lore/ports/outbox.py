@@ -14,14 +14,152 @@ tests/contract/test_outbox_contract.py holds every backend to this.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-__all__ = ["MAX_ATTEMPTS", "Outbox", "OutboxItem", "map_strings"]
+from lore.errors import DamagedRecordError
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Outbox",
+    "OutboxItem",
+    "Payload",
+    "ReminderPayload",
+    "UnreadablePayload",
+    "map_strings",
+    "payload_from_json",
+    "payload_from_text",
+    "payload_to_json",
+]
 
 MAX_ATTEMPTS = 8  # then the item is marked failed, and shown as such
+
+
+@dataclass(frozen=True)
+class ReminderPayload:
+    """What one occurrence of a reminder carries through the outbox: all its delivery
+    reads. Stored as the JSON object `to_json` writes (the same keys every version kept)."""
+
+    reminder_id: int
+    text: str
+    author: str
+    due_at: datetime  # the occurrence's fire time, aware
+    timezone: str = "UTC"  # IANA name the reminder was set in
+    late: bool = False  # claimed well after it fell due
+    recurrence: str | None = None  # canonical schedule text; None for a one-shot
+    next_due: datetime | None = None  # where a recurring reminder moved at the claim
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reminder_id": self.reminder_id,
+            "text": self.text,
+            "author": self.author,
+            "due_at": self.due_at.isoformat(),
+            "timezone": self.timezone,
+            "late": self.late,
+            "recurrence": self.recurrence,
+            "next_due": self.next_due.isoformat() if self.next_due else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> ReminderPayload:
+        """The payload a stored JSON value holds; DamagedRecordError saying what is wrong
+        with one that holds none (keys a newer version adds are let be)."""
+        if not isinstance(data, dict):
+            raise DamagedRecordError(f"the payload is {_kind(data)}, not a JSON object")
+        reminder_id = data.get("reminder_id")
+        if not isinstance(reminder_id, int) or isinstance(reminder_id, bool):
+            raise DamagedRecordError(f"reminder_id is {_kind(reminder_id)}, not a number")
+        late = data.get("late", False)
+        if not isinstance(late, bool):
+            raise DamagedRecordError(f"late is {_kind(late)}, not true or false")
+        recurrence, next_due = data.get("recurrence"), data.get("next_due")
+        return cls(
+            reminder_id=reminder_id,
+            text=_string(data, "text"),
+            author=_string(data, "author", ""),
+            due_at=_moment(data.get("due_at"), "due_at"),
+            timezone=_string(data, "timezone", "") or "UTC",
+            late=late,
+            recurrence=None if recurrence is None else _string(data, "recurrence"),
+            next_due=None if next_due is None else _moment(next_due, "next_due"),
+        )
+
+
+@dataclass(frozen=True)
+class UnreadablePayload:
+    """A stored payload this version cannot read (damaged, or written by a newer Lore):
+    kept as it is, never dropped; a delivery of it fails saying `problem`, so it is
+    retried (another process may read it) and in the end shown as failed."""
+
+    raw: str  # the stored text
+    problem: str  # what is wrong with it, quoting none of it
+
+    def __str__(self) -> str:
+        return f"unreadable payload ({self.problem})"
+
+
+Payload = ReminderPayload | UnreadablePayload
+
+
+def payload_from_json(data: object, *, raw: str | None = None) -> Payload:
+    """A stored payload, from the JSON value a store read (PostgreSQL's jsonb)."""
+    try:
+        return ReminderPayload.from_json(data)
+    except DamagedRecordError as exc:
+        kept = json.dumps(data, ensure_ascii=False) if raw is None else raw
+        return UnreadablePayload(kept, str(exc))
+
+
+def payload_from_text(text: str) -> Payload:
+    """A stored payload, from the JSON text a store read (SQLite's TEXT column)."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        return UnreadablePayload(str(text), f"not JSON: {exc}")
+    return payload_from_json(data, raw=text)
+
+
+def payload_to_json(payload: Payload) -> dict[str, Any]:
+    """The JSON object a store keeps; an unreadable payload is never written anew."""
+    if isinstance(payload, UnreadablePayload):
+        raise DamagedRecordError(f"cannot queue an {payload}")
+    return payload.to_json()
+
+
+_KINDS = {bool: "true or false", int: "a number", float: "a number", str: "text"}
+
+
+def _kind(value: object) -> str:
+    """What a stored value is, never what it says (it may quote the reminder, which
+    errors and the log never do)."""
+    if value is None:
+        return "missing"  # or null
+    return _KINDS.get(type(value), "a list" if isinstance(value, list) else "an object")
+
+
+def _string(data: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = data.get(name)
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str):
+        raise DamagedRecordError(f"{name} is {_kind(value)}, not text")
+    return value
+
+
+def _moment(value: object, name: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is not None:
+                return moment
+    raise DamagedRecordError(f"{name} is {_kind(value)}, not an aware ISO time")
 
 
 @dataclass(frozen=True)
@@ -31,11 +169,19 @@ class OutboxItem:
     scope: str
     channel: str  # the channel the item came from ('' when unknown)
     kind: str  # 'reminder'
-    payload: dict[str, Any]
+    payload: Payload
     status: str  # pending | delivered | failed
     attempts: int
     created_at: datetime
     last_error: str = ""
+
+    @property
+    def reminder(self) -> ReminderPayload:
+        """The reminder's occurrence it holds; DamagedRecordError when its stored payload
+        could not be read."""
+        if isinstance(self.payload, UnreadablePayload):
+            raise DamagedRecordError(f"the delivery {self.key} holds an {self.payload}")
+        return self.payload
 
 
 class Outbox(Protocol):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.errors import InvalidInputError
-from lore.ports.outbox import OutboxItem
+from lore.ports.outbox import OutboxItem, ReminderPayload
 from lore.schedule import Schedule, next_after, parse_schedule
 
 if TYPE_CHECKING:
@@ -226,16 +226,16 @@ def reminder_item(due: DueReminder) -> OutboxItem:
         scope=reminder.scope,
         channel=reminder.channel,
         kind="reminder",
-        payload={
-            "reminder_id": reminder.id,
-            "text": reminder.text,
-            "author": reminder.author,
-            "due_at": reminder.due_at.isoformat(),
-            "timezone": reminder.timezone,
-            "late": due.late,
-            "recurrence": reminder.recurrence,
-            "next_due": due.next_due.isoformat() if due.next_due else None,
-        },
+        payload=ReminderPayload(
+            reminder_id=reminder.id,
+            text=reminder.text,
+            author=reminder.author,
+            due_at=reminder.due_at,
+            timezone=reminder.timezone,
+            late=due.late,
+            recurrence=reminder.recurrence,
+            next_due=due.next_due,
+        ),
         status="pending",
         attempts=0,
         created_at=due.claimed_at,

@@ -9,13 +9,13 @@ channel, which renders it (the terminal above the prompt, chat channels as a men
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lore.events import Emit, ReminderDue
 from lore.llm.base import Message
-from lore.ports.outbox import OutboxItem
+from lore.ports.outbox import OutboxItem, ReminderPayload, UnreadablePayload
 from lore.ports.reminders import zone_named
 from lore.reminders.when import format_local
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Deliver",
     "Delivery",
+    "due_summary",
     "format_reminder",
     "mention_for",
     "reminder_event",
@@ -35,14 +36,20 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Delivery:
-    """One occurrence of a reminder, as the outbox holds it, delivered `at` that moment."""
+    """One occurrence of a reminder as the scheduler hands it to a delivery: the outbox
+    item that holds it, and the moment `at` it is delivered. DamagedRecordError when the
+    item's payload could not be read (the scheduler retries it, then shows it failed)."""
 
     item: OutboxItem
     at: datetime
+    reminder: ReminderPayload = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reminder", self.item.reminder)
 
     @property
     def id(self) -> int:
-        return int(self.item.payload["reminder_id"])
+        return self.reminder.reminder_id
 
     @property
     def key(self) -> str:
@@ -54,29 +61,37 @@ class Delivery:
 
     @property
     def author(self) -> str:
-        return str(self.item.payload.get("author", ""))
+        return self.reminder.author
 
     @property
     def text(self) -> str:
-        return str(self.item.payload.get("text", ""))
+        return self.reminder.text
 
     @property
     def late(self) -> bool:
-        return bool(self.item.payload.get("late"))
+        return self.reminder.late
 
     @property
     def due_at(self) -> datetime:
-        return datetime.fromisoformat(str(self.item.payload["due_at"]))
+        return self.reminder.due_at
 
     @property
     def next_due(self) -> datetime | None:
         """Where a recurring reminder moved when this occurrence was claimed."""
-        value = self.item.payload.get("next_due")
-        return datetime.fromisoformat(value) if isinstance(value, str) else None
+        return self.reminder.next_due
 
     @property
     def timezone(self) -> str:
-        return str(self.item.payload.get("timezone") or "UTC")
+        return self.reminder.timezone
+
+
+def due_summary(item: OutboxItem) -> tuple[int, str, str | None]:
+    """The reminder's id, text and due time (ISO) an undelivered occurrence shows (`lore
+    remind list`, the API); one whose payload cannot be read shows #0 and why."""
+    payload = item.payload
+    if isinstance(payload, UnreadablePayload):
+        return 0, f"(a delivery that cannot be read: {payload.problem})", None
+    return payload.reminder_id, payload.text, payload.due_at.isoformat()
 
 
 # How a due occurrence reaches its conversation (the session, then the channel).

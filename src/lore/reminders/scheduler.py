@@ -19,9 +19,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from lore.clock import Clock
-from lore.errors import LoreError
+from lore.errors import DamagedRecordError, LoreError
 from lore.lease_holder import LeaseHolder
-from lore.ports.outbox import Outbox
+from lore.ports.outbox import Outbox, OutboxItem
 from lore.ports.reminders import ReminderStore
 from lore.reminders.delivery import Deliver, Delivery
 from lore.text import counted
@@ -89,7 +89,11 @@ class Scheduler:
             )
             for position, item in enumerate(items):
                 try:
-                    due = Delivery(item, now)
+                    try:
+                        due = Delivery(item, now)
+                    except DamagedRecordError as exc:
+                        self._failed_with(item, now, exc)
+                        continue
                     if await self._deliver_one(due, now):
                         delivered.append(due)
                 except asyncio.CancelledError:
@@ -117,12 +121,18 @@ class Scheduler:
             raise
         except Exception as exc:
             log.exception("delivering reminder #%d to %s failed; will retry", due.id, due.scope)
-            delay = min(_RETRY_SECONDS * 2**due.item.attempts, 3600.0)
-            self.outbox.retry(due.item.id, owner=self.owner, now=now, error=str(exc), delay=delay)
-            self._failed = True
+            self._failed_with(due.item, now, exc)
             return False
         self.outbox.done(due.item.id, owner=self.owner, now=now)
         return True
+
+    def _failed_with(self, item: OutboxItem, now: datetime, error: Exception) -> None:
+        """Give the item back to be tried again later, and in the end marked failed."""
+        if isinstance(error, DamagedRecordError):  # kept: another version may read it
+            log.error("%s, for %s: kept, and tried again later", error, item.scope)
+        delay = min(_RETRY_SECONDS * 2**item.attempts, 3600.0)
+        self.outbox.retry(item.id, owner=self.owner, now=now, error=str(error), delay=delay)
+        self._failed = True
 
     def seconds_until_next(self, now: datetime) -> float:
         """How long to sleep: until the next due reminder or ready delivery, never more

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem
+from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, payload_from_json, payload_to_json
 
 __all__ = ["FakeOutbox"]
 
@@ -42,14 +42,14 @@ class FakeOutbox:
     ) -> int:
         changed = 0
         for slot in self._slots.values():
+            stored = payload_to_json(slot.item.payload)
             payload = {
-                k: redact(v) if isinstance(v, str) and match(v) else v
-                for k, v in slot.item.payload.items()
+                k: redact(v) if isinstance(v, str) and match(v) else v for k, v in stored.items()
             }
-            if payload != slot.item.payload:
+            if payload != stored:
                 changed += 1
                 if not dry_run:
-                    slot.item = replace(slot.item, payload=payload)
+                    slot.item = replace(slot.item, payload=payload_from_json(payload))
         return changed
 
     def put(self, item: OutboxItem, *, now: datetime) -> bool:
@@ -59,6 +59,7 @@ class FakeOutbox:
         stored = replace(
             item,
             id=item_id,
+            payload=payload_from_json(payload_to_json(item.payload)),  # as stores keep it
             status="pending",
             attempts=0,
             last_error="",

@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from lore.backends.local.database import Database
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, map_strings
+from lore.ports.outbox import (
+    MAX_ATTEMPTS,
+    OutboxItem,
+    map_strings,
+    payload_from_text,
+    payload_to_json,
+)
 
 __all__ = ["LocalOutbox"]
 
@@ -35,8 +41,10 @@ class LocalOutbox:
             error = row[2] or ""
             if not (match(row[1]) or match(error)):
                 continue
-            payload = map_strings(json.loads(row[1]), redact)
-            text = json.dumps(payload, ensure_ascii=False)
+            try:
+                text = json.dumps(map_strings(json.loads(row[1]), redact), ensure_ascii=False)
+            except ValueError:  # an unreadable payload: its text is forgotten as it stands
+                text = redact(row[1])
             changed.append((text, redact(error) if error else row[2], row[0]))
         if changed and not dry_run:
             with self.db.atomic() as conn:
@@ -59,7 +67,7 @@ class LocalOutbox:
                 item.scope,
                 item.channel,
                 item.kind,
-                json.dumps(item.payload, ensure_ascii=False),
+                json.dumps(payload_to_json(item.payload), ensure_ascii=False),
                 _ts(now),
                 _ts(now),
             ),
@@ -178,7 +186,7 @@ def _item(row: sqlite3.Row) -> OutboxItem:
         scope=row["scope"],
         channel=row["channel"],
         kind=row["kind"],
-        payload=json.loads(row["payload"]),
+        payload=payload_from_text(row["payload"]),
         status=row["status"],
         attempts=row["attempts"],
         created_at=datetime.fromtimestamp(row["created_at"], UTC),

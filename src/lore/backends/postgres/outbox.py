@@ -19,7 +19,13 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, map_strings
+from lore.ports.outbox import (
+    MAX_ATTEMPTS,
+    OutboxItem,
+    map_strings,
+    payload_from_json,
+    payload_to_json,
+)
 
 __all__ = ["PostgresOutbox"]
 
@@ -191,8 +197,8 @@ _PUT = (
 
 
 def _put_args(item: OutboxItem, now: datetime) -> tuple[Any, ...]:
-    at = _second(now)
-    return (item.key, item.scope, item.channel, item.kind, Jsonb(item.payload), at, at)
+    at, payload = _second(now), Jsonb(payload_to_json(item.payload))
+    return (item.key, item.scope, item.channel, item.kind, payload, at, at)
 
 
 def _second(moment: datetime) -> datetime:
@@ -209,7 +215,7 @@ def _item(row: DictRow) -> OutboxItem:
         scope=row["scope"],
         channel=row["channel"],
         kind=row["kind"],
-        payload=row["payload"],
+        payload=payload_from_json(row["payload"]),
         status=row["status"],
         attempts=row["attempts"],
         created_at=row["created_at"],

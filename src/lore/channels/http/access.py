@@ -166,18 +166,23 @@ class ScopeAccess:
     def undelivered(self) -> list[dict[str, Any]]:
         """Occurrences that fell due but did not reach the chat: failed for good, or
         waiting for another try (what `lore remind list` marks with "!")."""
-        return [
-            {
-                "reminder_id": int(item.payload.get("reminder_id", 0)),
-                "text": str(item.payload.get("text", "")),
-                "due_at": item.payload.get("due_at"),
-                "status": "failed" if item.status == "failed" else "retrying",
-                "attempts": item.attempts,
-                "error": item.last_error,
-            }
-            for item in self.lore.outbox.items(self.scope, limit=50)
-            if item.status == "failed" or (item.status == "pending" and item.attempts)
-        ]
+        from lore.reminders.delivery import due_summary
+
+        rows: list[dict[str, Any]] = []
+        for item in self.lore.outbox.items(self.scope, limit=50):
+            if item.status == "failed" or (item.status == "pending" and item.attempts):
+                reminder_id, text, due_at = due_summary(item)
+                rows.append(
+                    {
+                        "reminder_id": reminder_id,
+                        "text": text,
+                        "due_at": due_at,
+                        "status": "failed" if item.status == "failed" else "retrying",
+                        "attempts": item.attempts,
+                        "error": item.last_error,
+                    }
+                )
+        return rows
 
     def remind(self, text: str, when: str | None, recurrence: str | None = None) -> dict[str, Any]:
         from lore.reminders import create_reminder
