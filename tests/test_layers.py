@@ -47,6 +47,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "lore.scope",
             "lore.lease_holder",
             "lore.extras",
+            "lore.metrics",
         ),  # fmt: skip
     ),
 ]

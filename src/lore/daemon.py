@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from lore.channels.owner import owner_reminders, terminal_delivers
 from lore.config import OWNER_SCOPE
 from lore.memory.dream import dream_forever
+from lore.metrics import METRICS
 from lore.reminders.delivery import Deliver, Delivery, session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.search import embed_backlog_forever
@@ -164,7 +165,12 @@ class Daemon:
         return not lore.sessions.attached(scope) or not terminal_delivers(lore, scope)
 
     async def _deliver(self, due: Delivery) -> None:
-        await self._into_session(due)
+        try:
+            await self._into_session(due)
+        except Exception:
+            METRICS.count("lore_reminder_failures")
+            raise  # the scheduler retries it
+        METRICS.count("lore_reminders_delivered", late="yes" if due.late else "no")
         lore = self.lore
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""

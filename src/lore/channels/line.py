@@ -51,6 +51,7 @@ from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import InvalidInputError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.metrics import METRICS
 from lore.reminders.delivery import reminder_line
 from lore.scope import Scope
 
@@ -240,6 +241,7 @@ class LineChannel:
             await work
         except Exception:  # done as far as it goes; only a stop leaves it for later
             log.exception("line: handling event %s failed", key)
+            METRICS.count("lore_channel_errors", channel="line", what="receive")
         self.inbox.handled(key)
 
     async def _know_myself(self) -> None:
@@ -304,6 +306,7 @@ class LineChannel:
             await self._turn(turn, author)
         except Exception:  # one chat's failure never stops the others
             log.exception("line: the message for %s failed", chat.scope)
+            METRICS.count("lore_channel_errors", channel="line", what="turn")
         finally:
             done.set_result(None)
             if self._last.get(chat.scope) is done:
@@ -445,6 +448,7 @@ class LineChannel:
                 sent = await self.api.push(chat.id, batch, retry_key=str(uuid.uuid4()))
             except LineApiError as exc:
                 log.warning("line: sending to %s failed: %s", chat.scope, exc)
+                METRICS.count("lore_channel_errors", channel="line", what="send")
                 return
             self._note_sent(sent)
 

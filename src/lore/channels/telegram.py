@@ -32,6 +32,7 @@ from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
 from lore.errors import InvalidInputError, LoreError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.metrics import METRICS
 from lore.reminders.delivery import mention_for, reminder_line
 from lore.scope import Scope
 
@@ -129,6 +130,7 @@ class TelegramChannel:
                 continue
             except TelegramError as exc:
                 log.warning("telegram: getUpdates failed (%s); retrying in %.0f s", exc, delay)
+                METRICS.count("lore_channel_errors", channel="telegram", what="receive")
                 await self._pause(delay)
                 delay = min(delay * 2, 60.0)
                 continue
@@ -288,6 +290,7 @@ class TelegramChannel:
             await self._reply(inbound, message, before)
         except Exception:  # one chat's failure never stops the others
             log.exception("telegram: answering in %s failed", inbound.scope)
+            METRICS.count("lore_channel_errors", channel="telegram", what="send")
         finally:
             done.set_result(None)
             if self._last_reply.get(message.chat.id) is done:
@@ -308,6 +311,7 @@ class TelegramChannel:
             outcome = await self.lore.bus.send(inbound, approver=approver)
         except Exception:  # one chat's failure never stops the others
             log.exception("telegram: the turn for %s failed", inbound.scope)
+            METRICS.count("lore_channel_errors", channel="telegram", what="turn")
             return
         if before is not None:
             await before
@@ -389,6 +393,7 @@ class TelegramChannel:
                         if strict:
                             raise
                         log.warning("telegram: sending to %s failed: %s", chat_id, exc)
+                        METRICS.count("lore_channel_errors", channel="telegram", what="send")
                         return
                     await asyncio.sleep(0.5 * 2**attempt)
 

@@ -19,6 +19,7 @@ from lore.core.provenance import Provenance
 from lore.errors import DiskFullError, LoreError, ToolError
 from lore.llm.base import ToolCall, ToolSpec
 from lore.messages import Decision
+from lore.metrics import METRICS
 
 if TYPE_CHECKING:
     from lore.core.approval import Approver
@@ -102,6 +103,13 @@ class ToolRegistry:
         return name not in self._owner_only or ctx is None or ctx.owner
 
     async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        result = await self._call(call, ctx)
+        # A name the model made up is counted as one label, never as itself.
+        name = call.name if call.name in self._tools else "(unknown)"
+        METRICS.count("lore_tool_calls", tool=name, outcome="error" if result.is_error else "ok")
+        return result
+
+    async def _call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(call.name) if self._visible(call.name, ctx) else None
         if tool is None:
             known = ", ".join(self.names(ctx)) or "none"

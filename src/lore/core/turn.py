@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from lore.core.window import history_window
 from lore.errors import BadRequestError, DiskFullError, LoreError, ProviderResponseError
 from lore.events import Emit, Event, Inbound, Notice, ReplyFailed, TextDelta
 from lore.llm.base import Message
+from lore.metrics import METRICS
 
 if TYPE_CHECKING:
     from lore.core.approval import Approver
@@ -79,6 +81,21 @@ class TurnRunner:
     ) -> TurnResult | None:
         """Run one turn. Cancelling it persists a cancel mark and emits a failure.
         `approver` answers for the owner when a tool asks first (None: no one can)."""
+        started, outcome = time.monotonic(), "failed"
+        try:
+            result = await self._run(inbound, emit, approver)
+            outcome = "ok" if result is not None else "failed"
+            return result
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            METRICS.count("lore_turns", channel=inbound.channel, outcome=outcome)
+            METRICS.observe("lore_turn_seconds", time.monotonic() - started)
+
+    async def _run(
+        self, inbound: Inbound, emit: Emit, approver: Approver | None
+    ) -> TurnResult | None:
         lore = self.services
         session = lore.session(inbound.scope)
         session.refresh()

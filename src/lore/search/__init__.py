@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
+from lore.metrics import METRICS
+
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from pathlib import Path
@@ -152,6 +154,7 @@ class LoreSearch:
         to do it later."""
         from lore.search.hybrid import DEFAULT_FUSION, search
 
+        started = time.monotonic()
         self.refresh()
         if embed_first and mode != "text":
             self.index.embed_pending(limit=embed_first)
@@ -168,7 +171,10 @@ class LoreSearch:
             before=before,
             about=about,
         )
-        return _current_first(self.index, scope, hits)
+        found = _current_first(self.index, scope, hits)
+        METRICS.count("lore_searches", mode=mode)
+        METRICS.observe("lore_search_seconds", time.monotonic() - started, mode=mode)
+        return found
 
     def embed_pending(self, limit: int | None = None, *, since: float | None = None) -> int:
         """Embed entries still without a vector (blocking; only those dated `since` or

@@ -56,7 +56,15 @@ def create_app(
 ) -> FastAPI:
     """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers);
     given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
-    from lore.channels.http import docs, memories_api, openai_api, reminders_api, sessions_api, web
+    from lore.channels.http import (
+        docs,
+        memories_api,
+        metrics_api,
+        openai_api,
+        reminders_api,
+        sessions_api,
+        web,
+    )
 
     state = Gateway(lore, clients, Turns(lore))
     mcp_server = None
@@ -113,6 +121,7 @@ def create_app(
     app.include_router(sessions_api.router)
     app.include_router(web.router)
     app.include_router(docs.router)
+    app.include_router(metrics_api.router)
     web.mount_static(app)
     if line is not None:
         from lore.channels.http.line_webhook import line_router

@@ -1,0 +1,90 @@
+"""`GET /metrics`: the process's figures (lore.metrics) in Prometheus' text format, with
+two read at scrape time: the embedding backlog and the turns still running. The owner's
+token only: the figures name tools and channels (Prometheus sends it with
+`authorization: {credentials_file: …}`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+
+from lore.channels.http.auth import Client, Forbidden
+from lore.channels.http.context import caller, gateway
+from lore.metrics import DECLARED, METRICS
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from lore.runtime import Runtime
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["gateway"])
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request, client: Annotated[Client, Depends(caller)]) -> Response:
+    """Counters and histograms of turns, tools, searches and reminders; gauges of the
+    embedding backlog and the replies running now."""
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+    if not client.is_owner:
+        raise Forbidden("the figures are the owner's: use the owner's token")
+    state = gateway(request)
+    backlog = await asyncio.to_thread(_backlog, state.lore)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(backlog, len(state.running)))
+    body = await asyncio.to_thread(generate_latest, registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+def _backlog(lore: Runtime) -> int:
+    """Search entries still waiting for a vector."""
+    return lore.search_index.pending_vectors()
+
+
+class _Collector:
+    def __init__(self, backlog: int, running: int) -> None:
+        self.backlog = backlog
+        self.running = running
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+
+        counters = METRICS.counters()
+        histograms = METRICS.histograms()
+        for name, (kind, text) in DECLARED.items():
+            if kind == "counter":
+                keys = [k for k in counters if k[0] == name]
+                labels = sorted({label for _, pairs in keys for label, _ in pairs})
+                counter = CounterMetricFamily(name, text, labels=labels)
+                for key in sorted(keys):
+                    values = dict(key[1])
+                    counter.add_metric([values.get(label, "") for label in labels], counters[key])
+                yield counter
+            else:
+                keys = [k for k in histograms if k[0] == name]
+                labels = sorted({label for _, pairs in keys for label, _ in pairs})
+                histogram = HistogramMetricFamily(name, text, labels=labels)
+                for key in sorted(keys):
+                    values, seen = dict(key[1]), histograms[key]
+                    histogram.add_metric(
+                        [values.get(label, "") for label in labels],
+                        [(bound, float(n)) for bound, n in seen.cumulative()],
+                        seen.total,
+                    )
+                yield histogram
+        yield GaugeMetricFamily(
+            "lore_embedding_backlog", "Search entries still waiting for a vector.", self.backlog
+        )
+        yield GaugeMetricFamily(
+            "lore_replies_running", "Replies still running after their client left.", self.running
+        )
