@@ -162,6 +162,22 @@ class RemindersConfig:
     lease_seconds: float = 60.0
 
 
+# How often `lore serve` backs the home up (`[backup] every`); "" is never.
+BACKUP_PERIODS = {"": 0.0, "hourly": 3600.0, "daily": 86_400.0, "weekly": 7 * 86_400.0}
+
+
+@dataclass(frozen=True)
+class BackupConfig:
+    # `lore serve` writes a verified backup (as `lore backup` does) this often: "hourly",
+    # "daily" or "weekly"; empty: never. A home on SQLite only: PostgreSQL has pg_dump.
+    every: str = ""
+    keep: int = 7  # the newest this many are kept; older ones are deleted
+    dir: str = ""  # where they go; empty: backups/ in the home
+
+    def directory(self, home: Path) -> Path:
+        return Path(self.dir).expanduser() if self.dir else home / "backups"
+
+
 @dataclass(frozen=True)
 class TelegramConfig:
     token: str = ""  # the bot's token from BotFather (env: TELEGRAM_BOT_TOKEN); empty: off
@@ -234,6 +250,7 @@ class Config:
     memory_flush: MemoryFlushConfig = field(default_factory=MemoryFlushConfig)
     session_memory: SessionMemoryConfig = field(default_factory=SessionMemoryConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
@@ -428,6 +445,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "dream.max_tokens": (1000, 10_000_000, "at least 1000 tokens"),
     "dream.max_entries": (1, 100_000, "at least 1"),
     "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
+    "backup.keep": (1, 10_000, "between 1 and 10000 backups"),
     "reminders.lease_seconds": (1, 86_400, "between 1 and 86400 seconds"),
     "telegram.poll_seconds": (0, 600, "between 0 and 600 seconds"),
     "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
@@ -475,6 +493,11 @@ def check(config: Config) -> None:
             f"(now {config.consolidation.target} and {config.consolidation.threshold})"
         )
     _check_telegram_webhook(config.telegram)
+    if config.backup.every not in BACKUP_PERIODS:
+        raise ConfigError(
+            f"setting 'backup.every' is {config.backup.every!r}; use hourly, daily or weekly "
+            "(or empty for never)"
+        )
     for proxy in config.api.trusted_proxies:
         try:
             ipaddress.ip_network(proxy, strict=False)

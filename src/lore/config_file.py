@@ -101,6 +101,10 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.output_cap": "characters of a tool's output the model gets",
     "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
     "tools.projects": 'folders the web page may open as a project; "DIR/*": each folder in DIR',
+    "backup.every": '`lore serve` writes a verified backup of the home "hourly", "daily" or'
+    ' "weekly"; empty: never (a home on SQLite; PostgreSQL has pg_dump)',
+    "backup.keep": "how many scheduled backups are kept (the newest; older ones are deleted)",
+    "backup.dir": "where scheduled backups go; empty: backups/ in the home",
     "reminders.poll_seconds": "how often a running chat or `lore serve` looks for reminders"
     " another process added",
     "reminders.lease_seconds": "how long a worker holds a delivery it took; one killed"

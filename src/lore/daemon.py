@@ -20,6 +20,7 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
+from lore.backends.local.scheduled_backups import backup_forever
 from lore.channels.owner import owner_reminders, terminal_delivers
 from lore.config import OWNER_SCOPE
 from lore.memory.dream import dream_forever
@@ -97,6 +98,7 @@ class Daemon:
         self._spawn(idle_close_forever(lore), "idle-close")
         self._spawn(dream_forever(lore), "dream")
         self._spawn(embed_backlog_forever(lore), "embed")
+        self._spawn(backup_forever(lore.config, lore.clock), "backup")
         self.telegram = _telegram(lore)
         if self.listener is not None:
             self._start_gateway(self.listener)

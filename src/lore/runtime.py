@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.backend import Backend
+    from lore.ports.backups import Backups
     from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
@@ -252,6 +253,13 @@ class Runtime:
         from lore.backends.local.workspace_git import WorkspaceGit
 
         return WorkspaceGit(self.workspace.root)
+
+    @cached_property
+    def backups(self) -> Backups:
+        """The backups `lore serve` writes on its own (files, whatever the backend)."""
+        from lore.backends.local.scheduled_backups import ScheduledBackups
+
+        return ScheduledBackups(self.config)
 
     @property
     def history(self) -> HistoryLog:

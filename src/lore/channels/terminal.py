@@ -307,11 +307,16 @@ def _approver(lore: Runtime, stream: TextIO, renderer: Renderer) -> TerminalAppr
 
 def _local_notice(lore: Runtime, stream: TextIO) -> None:
     """Say the small built-in model is in use, once it loads: when it cannot (the offline
-    build was skipped), its one-line error (how to get a model) is all that is said."""
+    build was skipped), the first turn's one-line error (how to get a model) is all that
+    is said, and commands that need no model still run."""
     if lore.config.model_spec().provider == "local":
+        from lore.errors import ConfigError
         from lore.llm.local import LOCAL_NOTICE
 
-        _ = lore.provider  # raises ConfigError when the model cannot load
+        try:
+            _ = lore.provider
+        except ConfigError:
+            return
 
         stream.write(LOCAL_NOTICE + "\n")
         stream.flush()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
     from lore.ports.backend import Backend
+    from lore.ports.backups import Backups
     from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
     from lore.ports.notes import HistoryLog, NotesStore, Versions, Workspace
@@ -91,6 +92,11 @@ class Services(Protocol):
 
     @property
     def versions(self) -> Versions: ...
+
+    @property
+    def backups(self) -> Backups:
+        """The backups Lore writes on its own, which forgetting reaches too."""
+        ...
 
     @property
     def notes(self) -> NotesStore: ...

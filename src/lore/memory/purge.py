@@ -67,6 +67,7 @@ _PLURALS = {
     "session record": "session records",
     "history entry": "history entries",
     "chat message not yet answered": "chat messages not yet answered",
+    "copy in a scheduled backup": "copies in a scheduled backup",
 }
 
 
@@ -91,6 +92,7 @@ class PurgePlan:
     audit_ids: list[int] = field(default_factory=list)
     entry_ids: list[int] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    backups: list[str] = field(default_factory=list)  # scheduled backups holding the text
 
     @property
     def empty(self) -> bool:
@@ -279,6 +281,13 @@ def plan(lore: Lore, texts: list[str]) -> PurgePlan:
         found.places.append(
             Place("workspace/.git", changes, "version in the history", "the history is replayed")
         )
+    for where, times in lore.backups.holding(redactor.raw_count):
+        if not times:  # it cannot be read, so it may hold the text: the owner decides
+            found.unredactable.append(f"{where} (a backup that cannot be read)")
+            continue
+        found.backups.append(where)
+        note = "replaced by a fresh backup"
+        found.places.append(Place(where, times, "copy in a scheduled backup", note))
     return found
 
 
@@ -308,6 +317,8 @@ def apply(lore: Lore, found: PurgePlan, *, by: str, via: str) -> list[str]:
         _reindex(lore, index)
         if not lore.memory.compact():
             log.warning("forget: another process kept the WAL busy; it empties on its close")
+    # Last: the fresh backup copies the database after VACUUM left no old page in it.
+    lore.backups.replace_holding(found.backups, now)
     log.info("forget everywhere: erased copies in %d places", len(found.places))
     left = plan(lore, list(found.texts))
     return [place.describe() for place in left.places] + left.unredactable
@@ -325,9 +336,10 @@ def _files(lore: Lore) -> Iterator[Path]:
     """Every file under the home but the database and the workspace's git directory."""
     home = lore.config.home
     git_dir = lore.config.workspace / ".git"
+    backups = lore.config.backup.directory(home)  # compressed: read by lore.backups
     for root, dirs, names in os.walk(home):
         here = Path(root)
-        if here == git_dir or git_dir in here.parents:
+        if here in (git_dir, backups) or git_dir in here.parents or backups in here.parents:
             dirs[:] = []
             continue
         dirs.sort()

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from lore.errors import InvalidInputError, LoreError
 from lore.files import fsync_dir
 
-__all__ = ["BackupReport", "backup", "restore"]
+__all__ = ["BackupReport", "backup", "read_verified", "restore"]
 
 MANIFEST = "manifest.json"
 FORMAT = "lore-backup"
@@ -91,7 +91,7 @@ def backup(home: Path, destination: Path) -> BackupReport:
         raw.flush()
         os.fsync(raw.fileno())
     try:
-        _read_verified(tmp)
+        read_verified(tmp)
     except LoreError:
         tmp.unlink(missing_ok=True)
         raise
@@ -104,7 +104,7 @@ def restore(source: Path, home: Path, *, force: bool = False) -> BackupReport:
     """Put the backup at `source` in place as `home`, after checking every file of it."""
     if not source.is_file():
         raise InvalidInputError(f"{source} is not a file")
-    members = _read_verified(source)
+    members = read_verified(source)
     occupied = home.exists() and any(home.iterdir())
     if occupied and not force:
         raise InvalidInputError(
@@ -148,7 +148,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _read_verified(path: Path) -> dict[str, bytes]:
+def read_verified(path: Path) -> dict[str, bytes]:
     """Every file of a backup, each checked against the manifest; refuses anything else."""
     try:
         with tarfile.open(path, mode="r:gz") as tar:
