@@ -72,3 +72,30 @@ def test_the_wheel_installs_into_a_fresh_venv_and_lore_runs_without_the_checkout
     assert lines[1].startswith("usage: lore")
     assert lines[2].startswith(str(venv)) and str(ROOT) not in lines[2]
     assert "Reminder #1 set for" in done.stdout
+
+
+@pytest.mark.parametrize("tool", ["pipx", "uv"])
+def test_the_wheel_installs_as_a_tool_with_pipx_and_uv(
+    dist: Path, tmp_path: Path, tool: str
+) -> None:
+    [wheel] = dist.glob("*.whl")
+    home = tmp_path / "home"
+    home.mkdir()
+    tools = tmp_path / "tools"
+    bin_dir = tmp_path / "bin"
+    install = {
+        "pipx": f"PIPX_HOME={tmp_path}/pipx PIPX_BIN_DIR={bin_dir} {tools}/bin/pipx install {wheel}",
+        "uv": f"UV_TOOL_DIR={tmp_path}/uv UV_TOOL_BIN_DIR={bin_dir} {tools}/bin/uv tool install {wheel}",
+    }[tool]
+    script = (
+        f"python3 -m venv {tools} && {tools}/bin/pip install --quiet {tool} && {install} "
+        f"&& cd {home} && {bin_dir}/lore --version"
+    )
+    done = subprocess.run(
+        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", "bash", "-lc", script],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"lore {__version__}"
