@@ -7,7 +7,8 @@ A backend registers a factory that builds its stores for one test and tears them
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
         yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
-                      notes=..., reopen=...)  # reopen: the same storage, new connections
+                      notes=..., reopen=..., write_old_kind=...)
+        # reopen: the same storage, new connections; write_old_kind: a row from the past
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,8 @@ class Backend:
     notes: NotesStore
     # Every store opened again on the same storage, as another process would open them.
     reopen: Callable[[], Backend]
+    # Give a memory a kind as a database from before kinds were fixed may hold it.
+    write_old_kind: Callable[[int, str], None]
 
     @property
     def outbox(self) -> Outbox:
@@ -61,6 +64,7 @@ def register(name: str) -> Callable[[Factory], Factory]:
 @register("fake")
 @contextmanager
 def fake(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.fake.memories import FakeMemoryStore
     from lore.backends.fake.search_index import FakeSearchIndex
     from lore.backends.fake.sessions import FakeSessions
     from lore.backends.fake.stores import FakeStores
@@ -68,6 +72,12 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
     stores = FakeStores()
     search = FakeSearchIndex(HashEmbedder())
     sessions = FakeSessions()
+    memories = stores.memories
+    assert isinstance(memories, FakeMemoryStore)
+
+    def write_old_kind(memory_id: int, kind: str) -> None:
+        with memories._writing(None) as tables:
+            tables.memories[memory_id] = replace(tables.memories[memory_id], kind=kind)
 
     def same() -> Backend:  # one process's memory is all the storage there is...
         return Backend(
@@ -78,6 +88,7 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
             search,
             stores.notes,
             same,
+            write_old_kind,
         )
 
     yield same()
@@ -101,6 +112,11 @@ def local(tmp_path: Path) -> Iterator[Backend]:
         def open_home() -> Backend:
             db = Database(home / "lore.db")
             opened.callback(db.close)
+
+            def write_old_kind(memory_id: int, kind: str) -> None:
+                with db.atomic() as conn:
+                    conn.execute("UPDATE memories SET kind = ? WHERE id = ?", (kind, memory_id))
+
             return Backend(
                 memories=SQLiteMemoryStore(db),
                 reminders=SQLiteReminderStore(db, LocalOutbox(db)),
@@ -109,6 +125,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
                 search=SearchIndex(db, HashEmbedder()),
                 notes=LocalNotes(home / "workspace"),
                 reopen=open_home,
+                write_old_kind=write_old_kind,
             )
 
         yield open_home()
@@ -134,6 +151,11 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
         def open_home() -> Backend:
             pg = PostgresBackend(url, max_connections=4)
             opened.callback(pg.close)
+
+            def write_old_kind(memory_id: int, kind: str) -> None:
+                with pg.db.atomic() as conn:
+                    conn.execute("UPDATE memories SET kind = %s WHERE id = %s", (kind, memory_id))
+
             return Backend(
                 memories=pg.memory,
                 reminders=pg.reminders,
@@ -142,6 +164,7 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
                 search=PostgresSearchIndex(pg.db, HashEmbedder()),
                 notes=LocalNotes(home / "workspace"),
                 reopen=open_home,
+                write_old_kind=write_old_kind,
             )
 
         yield open_home()

@@ -4,6 +4,7 @@ search, export and import. Written against the port only."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -102,6 +103,38 @@ def test_what_the_checks_refuse_is_never_stored(store: MemoryStore) -> None:
 def test_naive_timestamps_are_a_programming_error(store: MemoryStore) -> None:
     with pytest.raises(ValueError, match="aware"):
         store.remember(HOME, "x", author="a", via="tool", now=datetime(2026, 1, 1))
+
+
+def test_a_naive_now_is_refused_even_where_nothing_would_be_written(store: MemoryStore) -> None:
+    naive = datetime(2026, 11, 30, 9, 0)
+    memory_id = note(store, "I drink tea")
+    lines = store.export(HOME)
+    refused: list[Callable[[], object]] = [
+        lambda: store.remember(HOME, "I drink tea", author="a", via="tool", now=naive),
+        lambda: store.import_(HOME, lines, by="a", via="cli", now=naive),
+        lambda: store.erase([memory_id], [], by="a", via="cli", now=naive),
+        lambda: store.active(HOME, now=naive),
+        lambda: store.active_page(HOME, now=naive, limit=5),
+        lambda: store.search(HOME, "tea", now=naive),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError, match="aware"):
+            call()
+    assert store.get(HOME, memory_id).content == "I drink tea"
+    assert [e.action for e in store.history(HOME, memory_id)] == ["add"]
+
+
+def test_a_kind_from_before_kinds_were_fixed_becomes_fact_when_the_memory_changes(
+    backend: Backend,
+) -> None:
+    store = backend.memories
+    memory_id = note(store, "John likes hiking", kind="preference")
+    backend.write_old_kind(memory_id, "hobby")
+    assert store.get(HOME, memory_id).kind == "hobby"
+    new = store.supersede(HOME, memory_id, "John likes climbing", author="a", via="tool", now=NOW)
+    assert new.kind == "fact"
+    kept = store.supersede(HOME, new.id, "John likes both", author="a", via="tool", now=NOW)
+    assert kept.kind == "fact"
 
 
 def test_an_unknown_via_or_an_empty_scope_is_a_programming_error(store: MemoryStore) -> None:
