@@ -278,6 +278,23 @@ def test_a_forgotten_id_stays_taken_and_cannot_be_forgotten_twice(store: MemoryS
         store.history(HOME, -(10**30))
 
 
+def test_forget_everywhere_finds_each_copy_of_a_text_and_erase_audits_it_as_forgotten(
+    store: MemoryStore,
+) -> None:
+    tea = note(store, "I drink oolong", keywords=["茶"])
+    theirs = note(store, "Mary drinks oolong", scope=GROUP)
+    note(store, "John lives in Hualien")
+    memories, audits = store.matching(lambda text: "oolong" in text or "茶" in text)
+    assert sorted(memories) == sorted([tea, theirs]) and len(audits) == 2
+    store.erase(memories, audits, by="owner", via="cli", now=NOW)
+    assert store.matching(lambda text: "oolong" in text) == ([], [])
+    trail = store.history(GROUP, theirs)
+    assert [(e.action, e.actor, e.detail) for e in trail] == [
+        ("add", "john", None),
+        ("forget", "owner", {"erased": [theirs]}),
+    ]
+
+
 def test_a_failed_write_inside_a_batch_undoes_the_whole_batch(store: MemoryStore) -> None:
     kept = note(store, "kept")
     with pytest.raises(InvalidInputError), store.batch():
