@@ -225,3 +225,19 @@ def test_forgetting_words_passes_over_handled_updates_whose_text_is_gone(
     match, redact = _forget("王大夫")
     assert ledger.redact_text(match, redact) == 0
     assert not _receive(ledger, "e1", "王大夫每周五")
+
+
+def test_every_time_the_ledger_is_given_must_be_aware(ledger: ChatLedger) -> None:
+    naive = datetime(2026, 11, 30, 9, 0)
+    refused: list[Callable[[], object]] = [
+        lambda: _receive(ledger, "u1", at=naive),
+        lambda: ledger.renew("line", owner="A", now=naive, seconds=LEASE),
+        lambda: ledger.claim("line", owner="A", now=naive, seconds=LEASE),
+        lambda: ledger.note_sent("line", ["m1"], now=naive),
+        lambda: ledger.note_sent("line", [], now=naive),
+        lambda: ledger.prune(before=naive),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError, match="chat ledger times must be aware"):
+            call()
+    assert _receive(ledger, "u1") and not ledger.was_sent("line", "m1")
