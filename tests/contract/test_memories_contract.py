@@ -92,12 +92,83 @@ def test_scopes_lists_each_conversation_holding_an_active_memory_once(
 
 
 def test_what_the_checks_refuse_is_never_stored(store: MemoryStore) -> None:
-    for bad in ("x" * 501, "  ", "my password is hunter22"):
-        with pytest.raises(InvalidInputError):
+    for bad, reason in [
+        ("x" * 501, "at most 500 characters and this one has 501"),
+        ("  ", "needs some text"),
+        (" \n ", "needs some text"),
+        ("my password is hunter22", "password"),
+    ]:
+        with pytest.raises(InvalidInputError, match=reason):
             note(store, bad)
-    with pytest.raises(InvalidInputError, match="kind"):
+    with pytest.raises(InvalidInputError, match="kind must be one of"):
         note(store, "fine", kind="not a kind!")
+    with pytest.raises(InvalidInputError, match="API key"):
+        note(store, "work laptop", keywords=["sk-abcdefghijklmnopqrstuvwxyz"])
     assert store.active(HOME, now=NOW) == [] and store.recent_changes(HOME) == []
+
+
+def test_text_is_kept_on_one_line(store: MemoryStore) -> None:
+    memory = store.get(HOME, note(store, "line one\nline two\r\n\tthree\u2028four"))
+    assert memory.content == "line one line two three four"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("my openai key is sk-proj-abcdefghijklmnopqrstuvwx12", "API key"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "AWS access key"),
+        ("github ghp_" + "aB3d" * 9, "GitHub token"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "JWT"),
+        ("my password is hunter22", "password"),
+        ("我的密码是abc12345", "password"),
+        ("пароль: qwerty123", "password"),
+        ("visa 4111 1111 1111 1111 exp 12/29", "card number"),
+        ("token Xk9fP2mQ7vL3nR8sT1wY6zB4cD0eF5gH", "token"),
+        ("the wifi password for the guest network is Zk84mq", "password"),
+        ("家里wifi密码 83920174", "password"),
+        ("пароль от wifi — qwerty123", "password"),
+        ("пароль для входа в банк — Zx81", "password"),
+        ("PIN is 4821", "PIN"),
+        ("my locker pass: 3141", "PIN"),
+    ],
+)
+def test_what_looks_like_a_secret_is_refused_with_an_explanation(
+    store: MemoryStore, text: str, reason: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        note(store, text)
+    message = str(refused.value)
+    assert reason in message and "password manager" in message
+    assert "hunter22" not in message and "4111" not in message  # never echoes the secret
+    assert store.active(HOME, now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I changed my password yesterday",
+        "密码忘了怎么办",
+        "call me at 0912-345-678",
+        "order 4111 1111 1111 1112 shipped",  # fails Luhn
+        "commit 3f2a9c0d1e4b5a6978877665544332211ffeeddcc",
+        "John lives in Hualien",
+        # Phone numbers pass Luhn one time in ten; no card number starts with 0, 1, 7-9.
+        "Mom's phone is +86 138 1234 5678",
+        "妈妈的手机 0086 138 1234 5678",
+        "Office line 8 800 555 35 35 ext 4",
+        "Our ski pass was expensive this year",
+        "The pin is under the doormat",
+        "密码学是他的专业",
+        "密码错误3次就会锁定",
+    ],
+)
+def test_ordinary_text_is_not_mistaken_for_a_secret(store: MemoryStore, text: str) -> None:
+    note(store, text)
+
+
+def test_a_secret_in_the_keywords_is_refused_too(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="API key"):
+        note(store, "work laptop", keywords=["sk-abcdefghijklmnopqrstuvwxyz"])
 
 
 def test_naive_timestamps_are_a_programming_error(store: MemoryStore) -> None:
@@ -276,6 +347,8 @@ def test_a_forgotten_id_stays_taken_and_cannot_be_forgotten_twice(store: MemoryS
             store.forget(HOME, unknown, by="john", via="tool", now=NOW)
     with pytest.raises(NotFoundError):
         store.history(HOME, -(10**30))
+    with pytest.raises(NotFoundError):
+        store.supersede(HOME, 10**30, "x", author="john", via="tool", now=NOW)
 
 
 def test_forget_everywhere_finds_each_copy_of_a_text_and_erase_audits_it_as_forgotten(
@@ -385,6 +458,7 @@ def test_export_then_import_elsewhere_round_trips_exactly(backend: Backend) -> N
     assert len(result.added) == 3 and result.already_present == []
     copied = [json.loads(line) for line in store.export(GROUP)]
     originals = [json.loads(line) for line in lines]
+    assert not {r["id"] for r in copied} & {r["id"] for r in originals}  # new ids
     for record in (*copied, *originals):
         del record["id"]  # ids are kept only when free, and these are taken
     assert copied == originals
@@ -407,8 +481,33 @@ def test_import_keeps_an_id_that_is_free(store: MemoryStore) -> None:
     assert store.get(HOME, 4242).content == "Kept id"
 
 
-def test_a_malformed_import_line_is_named_and_nothing_is_imported(store: MemoryStore) -> None:
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("not json", "line 2 is not a memory"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"kind": "fact", "author": "a", "created_at": "2026-01-01T00:00:00+00:00"}', "content"),
+        ('{"content": "x", "author": "a", "created_at": "yesterday"}', "line 2"),
+        ('{"content": "x", "author": "a", "created_at": "2026-01-01T00:00:00"}', "time zone"),
+        (
+            '{"content": "' + "x" * 501 + '", "author": "a", "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2: a memory is at most 500",
+        ),
+        (
+            '{"content": "pin: 9911", "author": "a", "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2: refused",
+        ),
+        (
+            '{"id": 99999999999999999999, "content": "x", "author": "a",'
+            ' "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2 is not a memory: id must be a positive integer",
+        ),
+    ],
+)
+def test_a_malformed_import_line_is_named_and_nothing_is_imported(
+    store: MemoryStore, line: str, problem: str
+) -> None:
     good = '{"content": "fine", "author": "a", "created_at": "2026-01-01T00:00:00+00:00"}'
-    with pytest.raises(InvalidInputError, match="line 2 is not a memory"):
-        store.import_(HOME, [good, "not json"], by="john", via="cli", now=NOW)
+    with pytest.raises(InvalidInputError, match=problem):
+        store.import_(HOME, [good, line], by="john", via="cli", now=NOW)
     assert store.active(HOME, now=NOW) == [] and store.recent_changes(HOME) == []
