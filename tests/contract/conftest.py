@@ -7,8 +7,9 @@ A backend registers a factory that builds its stores for one test and tears them
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
         yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
-                      notes=..., reopen=..., write_old_kind=...)
-        # reopen: the same storage, new connections; write_old_kind: a row from the past
+                      notes=..., reopen=..., write_old_kind=..., search_with=...)
+        # reopen: the same storage, new connections; write_old_kind: a row from the past;
+        # search_with: the search index on that storage with another embedder
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
 """
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,6 +31,9 @@ from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
+
+if TYPE_CHECKING:
+    from lore.embed import Embedder
 
 
 @dataclass
@@ -43,6 +48,9 @@ class Backend:
     reopen: Callable[[], Backend]
     # Give a memory a kind as a database from before kinds were fixed may hold it.
     write_old_kind: Callable[[int, str], None]
+    # The search index on the same storage, embedding with another model (None: the
+    # storage is the index object itself, so another model is another, empty index).
+    search_with: Callable[[Embedder], SearchIndexPort] | None
 
     @property
     def outbox(self) -> Outbox:
@@ -89,6 +97,7 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
             stores.notes,
             same,
             write_old_kind,
+            None,
         )
 
     yield same()
@@ -126,6 +135,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
                 notes=LocalNotes(home / "workspace"),
                 reopen=open_home,
                 write_old_kind=write_old_kind,
+                search_with=lambda embedder: SearchIndex(db, embedder),
             )
 
         yield open_home()
@@ -165,6 +175,7 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
                 notes=LocalNotes(home / "workspace"),
                 reopen=open_home,
                 write_old_kind=write_old_kind,
+                search_with=lambda embedder: PostgresSearchIndex(pg.db, embedder),
             )
 
         yield open_home()
