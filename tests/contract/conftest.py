@@ -2,7 +2,7 @@
 
 A backend registers a factory that builds its stores for one test and tears them down:
 
-    @register("postgres")
+    @register("postgres", pytest.mark.postgres)
     @contextmanager
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lore.backends.fake.embedder import HashEmbedder
+from lore.ports.chat_ledger import ChatLedger
 from lore.ports.memories import MemoryStore
 from lore.ports.notes import HistoryLog, NotesStore
 from lore.ports.outbox import Outbox
@@ -44,6 +45,7 @@ class Backend:
     history: HistoryLog
     search: SearchIndexPort
     notes: NotesStore
+    chat_ledger: ChatLedger
     # Every store opened again on the same storage, as another process would open them.
     reopen: Callable[[], Backend]
     # Give a memory a kind as a database from before kinds were fixed may hold it.
@@ -59,19 +61,30 @@ class Backend:
 
 Factory = Callable[[Path], AbstractContextManager[Backend]]
 FACTORIES: dict[str, Factory] = {}
+MARKS: dict[str, tuple[pytest.MarkDecorator, ...]] = {}
 
 
-def register(name: str) -> Callable[[Factory], Factory]:
+def register(name: str, *marks: pytest.MarkDecorator) -> Callable[[Factory], Factory]:
+    """Add a backend; every test run on it carries `marks`."""
+
     def add(factory: Factory) -> Factory:
         FACTORIES[name] = factory
+        MARKS[name] = marks
         return factory
 
     return add
 
 
+def backend_params(*names: str) -> list[object]:
+    """The registered backends (these, or every one) as pytest parameters with their
+    marks: how every test that runs once per backend is parametrised."""
+    return [pytest.param(name, marks=MARKS[name], id=name) for name in names or sorted(FACTORIES)]
+
+
 @register("fake")
 @contextmanager
 def fake(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.fake.chat_ledger import FakeChatLedger
     from lore.backends.fake.memories import FakeMemoryStore
     from lore.backends.fake.search_index import FakeSearchIndex
     from lore.backends.fake.sessions import FakeSessions
@@ -82,6 +95,7 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
     sessions = FakeSessions()
     memories = stores.memories
     assert isinstance(memories, FakeMemoryStore)
+    ledger = FakeChatLedger()
 
     def write_old_kind(memory_id: int, kind: str) -> None:
         with memories._writing(None) as tables:
@@ -95,6 +109,7 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
             stores.history,
             search,
             stores.notes,
+            ledger,
             same,
             write_old_kind,
             None,
@@ -106,6 +121,7 @@ def fake(tmp_path: Path) -> Iterator[Backend]:
 @register("local")
 @contextmanager
 def local(tmp_path: Path) -> Iterator[Backend]:
+    from lore.backends.local.chat_ledger import LocalChatLedger
     from lore.backends.local.database import Database
     from lore.backends.local.history import History
     from lore.backends.local.memories import SQLiteMemoryStore
@@ -133,6 +149,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
                 history=History(home / "workspace" / "memory"),
                 search=SearchIndex(db, HashEmbedder()),
                 notes=LocalNotes(home / "workspace"),
+                chat_ledger=LocalChatLedger(db),
                 reopen=open_home,
                 write_old_kind=write_old_kind,
                 search_with=lambda embedder: SearchIndex(db, embedder),
@@ -141,7 +158,7 @@ def local(tmp_path: Path) -> Iterator[Backend]:
         yield open_home()
 
 
-@register("postgres")
+@register("postgres", pytest.mark.postgres)
 @contextmanager
 def postgres(tmp_path: Path) -> Iterator[Backend]:
     """PostgreSQL for memories, reminders, the outbox, the search index, sessions and the
@@ -173,6 +190,7 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
                 history=pg.history,
                 search=PostgresSearchIndex(pg.db, HashEmbedder()),
                 notes=LocalNotes(home / "workspace"),
+                chat_ledger=pg.chat_ledger,
                 reopen=open_home,
                 write_old_kind=write_old_kind,
                 search_with=lambda embedder: PostgresSearchIndex(pg.db, embedder),
@@ -184,7 +202,7 @@ def postgres(tmp_path: Path) -> Iterator[Backend]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # At collection, not import: a backend registered after this module loaded counts too.
     if "backend_name" in metafunc.fixturenames:
-        metafunc.parametrize("backend_name", sorted(FACTORIES))
+        metafunc.parametrize("backend_name", backend_params())
 
 
 @pytest.fixture
