@@ -45,6 +45,10 @@ def test_remember_keeps_every_field_and_get_returns_it(store: MemoryStore) -> No
     )
     assert (memory.status, memory.superseded_by, memory.expires_at) == ("active", None, None)
     assert memory.created_at == memory.updated_at == NOW
+    lapsing, _ = store.remember(
+        HOME, "Mom visits", author="John", via="tool", now=NOW, expires_at=NOW + timedelta(days=3)
+    )
+    assert store.get(HOME, lapsing.id).expires_at == NOW + timedelta(days=3)
 
 
 def test_an_exact_duplicate_in_the_scope_returns_the_existing_memory(store: MemoryStore) -> None:
@@ -53,7 +57,10 @@ def test_an_exact_duplicate_in_the_scope_returns_the_existing_memory(store: Memo
         HOME, "  我每天早上喝美式咖啡 ", author="mary", via="cli", now=NOW
     )
     assert (again.id, created) == (first, False)
-    assert [m.id for m in store.active(HOME, now=NOW)] == [first]
+    tea = note(store, "I drink tea")
+    again, created = store.remember(HOME, "  I drink   tea ", author="mary", via="cli", now=NOW)
+    assert (again.id, created) == (tea, False)
+    assert [m.id for m in store.active(HOME, now=NOW)] == [tea, first]
 
 
 def test_the_same_text_in_another_scope_is_its_own_memory(store: MemoryStore) -> None:
@@ -105,6 +112,10 @@ def test_what_the_checks_refuse_is_never_stored(store: MemoryStore) -> None:
     with pytest.raises(InvalidInputError, match="API key"):
         note(store, "work laptop", keywords=["sk-abcdefghijklmnopqrstuvwxyz"])
     assert store.active(HOME, now=NOW) == [] and store.recent_changes(HOME) == []
+
+
+def test_five_hundred_chinese_characters_fit(store: MemoryStore) -> None:
+    assert len(store.get(HOME, note(store, "咖" * 500)).content) == 500
 
 
 def test_text_is_kept_on_one_line(store: MemoryStore) -> None:
@@ -328,7 +339,7 @@ def test_forget_erases_every_version_and_the_text_the_audit_kept(store: MemorySt
         later,
     )
     detail = trail[-1].detail
-    assert detail is not None and sorted(detail["erased"]) == sorted(erased)
+    assert detail == {"erased": [third.id, second.id, first]}  # newest first
     everything = json.dumps(
         [e.detail for e in store.recent_changes(HOME, limit=50)], ensure_ascii=False
     )
@@ -342,11 +353,14 @@ def test_a_forgotten_id_stays_taken_and_cannot_be_forgotten_twice(store: MemoryS
     memory_id = note(store, "I drink tea")
     store.forget(HOME, memory_id, by="john", via="tool", now=NOW)
     assert note(store, "something new") > memory_id
-    for unknown in (memory_id, 999, 10**30, -1):
+    for unknown in (memory_id, 999, 10**30, -(10**30), -1, 0):
         with pytest.raises(NotFoundError):
             store.forget(HOME, unknown, by="john", via="tool", now=NOW)
-    with pytest.raises(NotFoundError):
-        store.history(HOME, -(10**30))
+        with pytest.raises(NotFoundError):
+            store.get(HOME, unknown)
+    for huge in (10**30, -(10**30)):
+        with pytest.raises(NotFoundError):
+            store.history(HOME, huge)
     with pytest.raises(NotFoundError):
         store.supersede(HOME, 10**30, "x", author="john", via="tool", now=NOW)
 
@@ -463,6 +477,8 @@ def test_export_then_import_elsewhere_round_trips_exactly(backend: Backend) -> N
         del record["id"]  # ids are kept only when free, and these are taken
     assert copied == originals
     assert [e.action for e in store.history(GROUP, result.added[0])] == ["import"]
+    found = store.search(GROUP, "提神", now=NOW)  # the index is kept in step on import
+    assert [m.content for m in found] == ["我每天早上喝美式咖啡"]
 
 
 def test_importing_what_is_already_there_changes_nothing(store: MemoryStore) -> None:
@@ -479,6 +495,7 @@ def test_import_keeps_an_id_that_is_free(store: MemoryStore) -> None:
     )
     assert store.import_(HOME, [line], by="john", via="cli", now=NOW).added == [4242]
     assert store.get(HOME, 4242).content == "Kept id"
+    assert note(store, "written after the import") > 4242  # never given the kept id again
 
 
 @pytest.mark.parametrize(
