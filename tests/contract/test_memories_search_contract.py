@@ -1,5 +1,5 @@
 """What every MemoryStore's search finds, on every backend: Chinese words of any length,
-keywords, English stemmed and without stopwords, Russian inflections, Japanese, never
+keywords, English stemmed and without stopwords, Russian inflections, Japanese and Korean, never
 another scope, and queries that look like search syntax. (The rest of the contract is
 test_memories_contract.py.)"""
 
@@ -39,6 +39,7 @@ HUALIEN = "John lives in Hualien and drinks two coffees a day"
 RUSSIAN = "Я люблю кофе по утрам"
 MOSCOW = "Мама живёт в Москве"
 JAPANESE = "私は毎朝コーヒーを飲みます"
+KOREAN = "저는 아침마다 커피를 마셔요"
 
 
 def needs_real_search(backend_name: str) -> None:
@@ -48,7 +49,7 @@ def needs_real_search(backend_name: str) -> None:
 
 @pytest.fixture
 def searchable(store: Any) -> Any:
-    for text in (MEETING, SHANGHAI, SEASIDE, HUALIEN, RUSSIAN, MOSCOW, JAPANESE):
+    for text in (MEETING, SHANGHAI, SEASIDE, HUALIEN, RUSSIAN, MOSCOW, JAPANESE, KOREAN):
         note(store, text)
     note(store, COFFEE, keywords=["提神", "caffeine"])
     note(store, "我也喝美式咖啡", scope=OTHER)
@@ -67,7 +68,13 @@ def test_a_whole_chinese_word_ranks_above_characters_straddling_two(
     searchable: Any, backend_name: str
 ) -> None:
     needs_real_search(backend_name)
-    assert found(searchable, "上海")[0] == SHANGHAI
+    # 早上海边 holds the characters 上海 but the words 早上 and 海边.
+    assert found(searchable, "上海")[:2] == [SHANGHAI, SEASIDE]
+
+
+def test_a_two_character_chinese_word_finds_only_what_contains_it(searchable: Any) -> None:
+    assert found(searchable, "开会") == [MEETING]
+    assert found(searchable, "茶") == []
 
 
 def test_keywords_find_a_memory_by_words_it_does_not_contain(searchable: Any) -> None:
@@ -98,8 +105,12 @@ def test_russian_words_find_their_inflected_forms(
     assert found(searchable, query)[0] == text
 
 
-def test_japanese_is_found(searchable: Any) -> None:
-    assert found(searchable, "コーヒー") == [JAPANESE]
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [("コーヒー", JAPANESE), ("毎朝", JAPANESE), ("커피", KOREAN), ("아침", KOREAN)],
+)
+def test_japanese_and_korean_words_are_found(searchable: Any, query: str, text: str) -> None:
+    assert found(searchable, query) == [text]
 
 
 def test_search_never_returns_another_scopes_memory(searchable: Any) -> None:
