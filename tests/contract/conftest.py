@@ -7,11 +7,15 @@ A backend registers a factory that builds its stores for one test and tears them
     def postgres(tmp_path: Path) -> Iterator[Backend]:
         ...  # pytest.skip(...) when its server is not there
         yield Backend(memories=..., reminders=..., sessions=..., history=..., search=...,
-                      notes=..., reopen=..., write_old_kind=..., search_with=...)
+                      notes=..., chat_ledger=..., reopen=..., write_old_kind=...,
+                      search_with=...)
         # reopen: the same storage, new connections; write_old_kind: a row from the past;
         # search_with: the search index on that storage with another embedder
 
 Tests use only the ports (the Protocols in lore.ports), never a backend's own methods.
+The registry is the one way tests run once per backend: `backend_params()` gives its
+backends, with their marks, to `backend_name` here, to the property suites, and to the
+end-to-end modules' `storage` (tests/postgres_server.py).
 """
 
 from __future__ import annotations
