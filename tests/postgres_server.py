@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.contract.conftest import backend_params
+
 __all__ = ["STORAGES", "EmbeddedPostgres", "PostgresUnavailable", "storage"]
 
 _USER = "embedded_postgres"
@@ -42,8 +44,9 @@ _SETTINGS = (
 
 # The end-to-end modules that run on both backends override the `storage` fixture with
 # this one, imported as `from tests.postgres_server import storage` (with a noqa for
-# F401: pytest uses the name, ruff sees it unused).
-STORAGES = ["local", pytest.param("postgres", marks=pytest.mark.postgres)]
+# F401: pytest uses the name, ruff sees it unused). The backends a runtime can be
+# configured with, parametrised as the contract suites' registry parametrises them.
+STORAGES = backend_params("local", "postgres")
 
 
 @pytest.fixture(params=STORAGES)

@@ -4,14 +4,13 @@ handling drops its text; sent ids are remembered across a restart and pruned wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from lore.ports.chat_ledger import RETENTION, ChatLedger
+from tests.contract.conftest import Backend
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 LEASE = 60.0
@@ -19,46 +18,14 @@ Opener = Callable[[], ChatLedger]
 
 
 @pytest.fixture
-def reopen(backend_name: str, tmp_path: Path) -> Iterator[Opener]:
-    """Opens the ledger on one storage, again and again, as restarted processes would."""
-    with ExitStack() as opened:
-        if backend_name == "fake":
-            from lore.backends.fake.chat_ledger import FakeChatLedger
-
-            fake = FakeChatLedger()
-            yield lambda: fake
-        elif backend_name == "local":
-            from lore.backends.local.chat_ledger import LocalChatLedger
-            from lore.backends.local.database import Database
-
-            def local() -> ChatLedger:
-                db = Database(tmp_path / "lore.db")
-                opened.callback(db.close)
-                return LocalChatLedger(db)
-
-            yield local
-        elif backend_name == "postgres":
-            from lore.backends.postgres.backend import PostgresBackend
-            from tests.postgres_server import PostgresUnavailable, empty_lore_database
-
-            try:
-                url = empty_lore_database()
-            except PostgresUnavailable as exc:
-                pytest.skip(f"PostgreSQL cannot start here: {exc}")
-
-            def postgres() -> ChatLedger:
-                pg = PostgresBackend(url, max_connections=2)
-                opened.callback(pg.close)
-                return pg.chat_ledger
-
-            yield postgres
-        else:
-            pytest.skip(f"no chat ledger for the {backend_name} backend yet")
+def reopen(backend: Backend) -> Opener:
+    """Opens the ledger on the backend's storage again, as a restarted process would."""
+    return lambda: backend.reopen().chat_ledger
 
 
 @pytest.fixture
-def ledger(reopen: Opener) -> ChatLedger:
-    return reopen()
+def ledger(backend: Backend) -> ChatLedger:
+    return backend.chat_ledger
 
 
 def _receive(ledger: ChatLedger, key: str, text: str = "媽媽 lands at 3 PM 🛬", *,
@@ -225,3 +192,19 @@ def test_forgetting_words_passes_over_handled_updates_whose_text_is_gone(
     match, redact = _forget("王大夫")
     assert ledger.redact_text(match, redact) == 0
     assert not _receive(ledger, "e1", "王大夫每周五")
+
+
+def test_every_time_the_ledger_is_given_must_be_aware(ledger: ChatLedger) -> None:
+    naive = datetime(2026, 11, 30, 9, 0)
+    refused: list[Callable[[], object]] = [
+        lambda: _receive(ledger, "u1", at=naive),
+        lambda: ledger.renew("line", owner="A", now=naive, seconds=LEASE),
+        lambda: ledger.claim("line", owner="A", now=naive, seconds=LEASE),
+        lambda: ledger.note_sent("line", ["m1"], now=naive),
+        lambda: ledger.note_sent("line", [], now=naive),
+        lambda: ledger.prune(before=naive),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError, match="chat ledger times must be aware"):
+            call()
+    assert _receive(ledger, "u1") and not ledger.was_sent("line", "m1")

@@ -4,6 +4,7 @@ search, export and import. Written against the port only."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -44,6 +45,10 @@ def test_remember_keeps_every_field_and_get_returns_it(store: MemoryStore) -> No
     )
     assert (memory.status, memory.superseded_by, memory.expires_at) == ("active", None, None)
     assert memory.created_at == memory.updated_at == NOW
+    lapsing, _ = store.remember(
+        HOME, "Mom visits", author="John", via="tool", now=NOW, expires_at=NOW + timedelta(days=3)
+    )
+    assert store.get(HOME, lapsing.id).expires_at == NOW + timedelta(days=3)
 
 
 def test_an_exact_duplicate_in_the_scope_returns_the_existing_memory(store: MemoryStore) -> None:
@@ -52,7 +57,10 @@ def test_an_exact_duplicate_in_the_scope_returns_the_existing_memory(store: Memo
         HOME, "  我每天早上喝美式咖啡 ", author="mary", via="cli", now=NOW
     )
     assert (again.id, created) == (first, False)
-    assert [m.id for m in store.active(HOME, now=NOW)] == [first]
+    tea = note(store, "I drink tea")
+    again, created = store.remember(HOME, "  I drink   tea ", author="mary", via="cli", now=NOW)
+    assert (again.id, created) == (tea, False)
+    assert [m.id for m in store.active(HOME, now=NOW)] == [tea, first]
 
 
 def test_the_same_text_in_another_scope_is_its_own_memory(store: MemoryStore) -> None:
@@ -91,17 +99,124 @@ def test_scopes_lists_each_conversation_holding_an_active_memory_once(
 
 
 def test_what_the_checks_refuse_is_never_stored(store: MemoryStore) -> None:
-    for bad in ("x" * 501, "  ", "my password is hunter22"):
-        with pytest.raises(InvalidInputError):
+    for bad, reason in [
+        ("x" * 501, "at most 500 characters and this one has 501"),
+        ("  ", "needs some text"),
+        (" \n ", "needs some text"),
+        ("my password is hunter22", "password"),
+    ]:
+        with pytest.raises(InvalidInputError, match=reason):
             note(store, bad)
-    with pytest.raises(InvalidInputError, match="kind"):
+    with pytest.raises(InvalidInputError, match="kind must be one of"):
         note(store, "fine", kind="not a kind!")
+    with pytest.raises(InvalidInputError, match="API key"):
+        note(store, "work laptop", keywords=["sk-abcdefghijklmnopqrstuvwxyz"])
     assert store.active(HOME, now=NOW) == [] and store.recent_changes(HOME) == []
+
+
+def test_five_hundred_chinese_characters_fit(store: MemoryStore) -> None:
+    assert len(store.get(HOME, note(store, "咖" * 500)).content) == 500
+
+
+def test_text_is_kept_on_one_line(store: MemoryStore) -> None:
+    memory = store.get(HOME, note(store, "line one\nline two\r\n\tthree\u2028four"))
+    assert memory.content == "line one line two three four"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("my openai key is sk-proj-abcdefghijklmnopqrstuvwx12", "API key"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "AWS access key"),
+        ("github ghp_" + "aB3d" * 9, "GitHub token"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "JWT"),
+        ("my password is hunter22", "password"),
+        ("我的密码是abc12345", "password"),
+        ("пароль: qwerty123", "password"),
+        ("visa 4111 1111 1111 1111 exp 12/29", "card number"),
+        ("token Xk9fP2mQ7vL3nR8sT1wY6zB4cD0eF5gH", "token"),
+        ("the wifi password for the guest network is Zk84mq", "password"),
+        ("家里wifi密码 83920174", "password"),
+        ("пароль от wifi — qwerty123", "password"),
+        ("пароль для входа в банк — Zx81", "password"),
+        ("PIN is 4821", "PIN"),
+        ("my locker pass: 3141", "PIN"),
+    ],
+)
+def test_what_looks_like_a_secret_is_refused_with_an_explanation(
+    store: MemoryStore, text: str, reason: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        note(store, text)
+    message = str(refused.value)
+    assert reason in message and "password manager" in message
+    assert "hunter22" not in message and "4111" not in message  # never echoes the secret
+    assert store.active(HOME, now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I changed my password yesterday",
+        "密码忘了怎么办",
+        "call me at 0912-345-678",
+        "order 4111 1111 1111 1112 shipped",  # fails Luhn
+        "commit 3f2a9c0d1e4b5a6978877665544332211ffeeddcc",
+        "John lives in Hualien",
+        # Phone numbers pass Luhn one time in ten; no card number starts with 0, 1, 7-9.
+        "Mom's phone is +86 138 1234 5678",
+        "妈妈的手机 0086 138 1234 5678",
+        "Office line 8 800 555 35 35 ext 4",
+        "Our ski pass was expensive this year",
+        "The pin is under the doormat",
+        "密码学是他的专业",
+        "密码错误3次就会锁定",
+    ],
+)
+def test_ordinary_text_is_not_mistaken_for_a_secret(store: MemoryStore, text: str) -> None:
+    note(store, text)
+
+
+def test_a_secret_in_the_keywords_is_refused_too(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="API key"):
+        note(store, "work laptop", keywords=["sk-abcdefghijklmnopqrstuvwxyz"])
 
 
 def test_naive_timestamps_are_a_programming_error(store: MemoryStore) -> None:
     with pytest.raises(ValueError, match="aware"):
         store.remember(HOME, "x", author="a", via="tool", now=datetime(2026, 1, 1))
+
+
+def test_a_naive_now_is_refused_even_where_nothing_would_be_written(store: MemoryStore) -> None:
+    naive = datetime(2026, 11, 30, 9, 0)
+    memory_id = note(store, "I drink tea")
+    lines = store.export(HOME)
+    refused: list[Callable[[], object]] = [
+        lambda: store.remember(HOME, "I drink tea", author="a", via="tool", now=naive),
+        lambda: store.import_(HOME, lines, by="a", via="cli", now=naive),
+        lambda: store.erase([memory_id], [], by="a", via="cli", now=naive),
+        lambda: store.active(HOME, now=naive),
+        lambda: store.active_page(HOME, now=naive, limit=5),
+        lambda: store.search(HOME, "tea", now=naive),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError, match="aware"):
+            call()
+    assert store.get(HOME, memory_id).content == "I drink tea"
+    assert [e.action for e in store.history(HOME, memory_id)] == ["add"]
+
+
+def test_a_kind_from_before_kinds_were_fixed_becomes_fact_when_the_memory_changes(
+    backend: Backend,
+) -> None:
+    store = backend.memories
+    memory_id = note(store, "John likes hiking", kind="preference")
+    backend.write_old_kind(memory_id, "hobby")
+    assert store.get(HOME, memory_id).kind == "hobby"
+    new = store.supersede(HOME, memory_id, "John likes climbing", author="a", via="tool", now=NOW)
+    assert new.kind == "fact"
+    kept = store.supersede(HOME, new.id, "John likes both", author="a", via="tool", now=NOW)
+    assert kept.kind == "fact"
 
 
 def test_an_unknown_via_or_an_empty_scope_is_a_programming_error(store: MemoryStore) -> None:
@@ -224,7 +339,7 @@ def test_forget_erases_every_version_and_the_text_the_audit_kept(store: MemorySt
         later,
     )
     detail = trail[-1].detail
-    assert detail is not None and sorted(detail["erased"]) == sorted(erased)
+    assert detail == {"erased": [third.id, second.id, first]}  # newest first
     everything = json.dumps(
         [e.detail for e in store.recent_changes(HOME, limit=50)], ensure_ascii=False
     )
@@ -238,11 +353,33 @@ def test_a_forgotten_id_stays_taken_and_cannot_be_forgotten_twice(store: MemoryS
     memory_id = note(store, "I drink tea")
     store.forget(HOME, memory_id, by="john", via="tool", now=NOW)
     assert note(store, "something new") > memory_id
-    for unknown in (memory_id, 999, 10**30, -1):
+    for unknown in (memory_id, 999, 10**30, -(10**30), -1, 0):
         with pytest.raises(NotFoundError):
             store.forget(HOME, unknown, by="john", via="tool", now=NOW)
+        with pytest.raises(NotFoundError):
+            store.get(HOME, unknown)
+    for huge in (10**30, -(10**30)):
+        with pytest.raises(NotFoundError):
+            store.history(HOME, huge)
     with pytest.raises(NotFoundError):
-        store.history(HOME, -(10**30))
+        store.supersede(HOME, 10**30, "x", author="john", via="tool", now=NOW)
+
+
+def test_forget_everywhere_finds_each_copy_of_a_text_and_erase_audits_it_as_forgotten(
+    store: MemoryStore,
+) -> None:
+    tea = note(store, "I drink oolong", keywords=["茶"])
+    theirs = note(store, "Mary drinks oolong", scope=GROUP)
+    note(store, "John lives in Hualien")
+    memories, audits = store.matching(lambda text: "oolong" in text or "茶" in text)
+    assert sorted(memories) == sorted([tea, theirs]) and len(audits) == 2
+    store.erase(memories, audits, by="owner", via="cli", now=NOW)
+    assert store.matching(lambda text: "oolong" in text) == ([], [])
+    trail = store.history(GROUP, theirs)
+    assert [(e.action, e.actor, e.detail) for e in trail] == [
+        ("add", "john", None),
+        ("forget", "owner", {"erased": [theirs]}),
+    ]
 
 
 def test_a_failed_write_inside_a_batch_undoes_the_whole_batch(store: MemoryStore) -> None:
@@ -335,10 +472,13 @@ def test_export_then_import_elsewhere_round_trips_exactly(backend: Backend) -> N
     assert len(result.added) == 3 and result.already_present == []
     copied = [json.loads(line) for line in store.export(GROUP)]
     originals = [json.loads(line) for line in lines]
+    assert not {r["id"] for r in copied} & {r["id"] for r in originals}  # new ids
     for record in (*copied, *originals):
         del record["id"]  # ids are kept only when free, and these are taken
     assert copied == originals
     assert [e.action for e in store.history(GROUP, result.added[0])] == ["import"]
+    found = store.search(GROUP, "提神", now=NOW)  # the index is kept in step on import
+    assert [m.content for m in found] == ["我每天早上喝美式咖啡"]
 
 
 def test_importing_what_is_already_there_changes_nothing(store: MemoryStore) -> None:
@@ -355,10 +495,36 @@ def test_import_keeps_an_id_that_is_free(store: MemoryStore) -> None:
     )
     assert store.import_(HOME, [line], by="john", via="cli", now=NOW).added == [4242]
     assert store.get(HOME, 4242).content == "Kept id"
+    assert note(store, "written after the import") > 4242  # never given the kept id again
 
 
-def test_a_malformed_import_line_is_named_and_nothing_is_imported(store: MemoryStore) -> None:
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("not json", "line 2 is not a memory"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"kind": "fact", "author": "a", "created_at": "2026-01-01T00:00:00+00:00"}', "content"),
+        ('{"content": "x", "author": "a", "created_at": "yesterday"}', "line 2"),
+        ('{"content": "x", "author": "a", "created_at": "2026-01-01T00:00:00"}', "time zone"),
+        (
+            '{"content": "' + "x" * 501 + '", "author": "a", "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2: a memory is at most 500",
+        ),
+        (
+            '{"content": "pin: 9911", "author": "a", "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2: refused",
+        ),
+        (
+            '{"id": 99999999999999999999, "content": "x", "author": "a",'
+            ' "created_at": "2026-01-01T00:00:00Z"}',
+            "line 2 is not a memory: id must be a positive integer",
+        ),
+    ],
+)
+def test_a_malformed_import_line_is_named_and_nothing_is_imported(
+    store: MemoryStore, line: str, problem: str
+) -> None:
     good = '{"content": "fine", "author": "a", "created_at": "2026-01-01T00:00:00+00:00"}'
-    with pytest.raises(InvalidInputError, match="line 2 is not a memory"):
-        store.import_(HOME, [good, "not json"], by="john", via="cli", now=NOW)
+    with pytest.raises(InvalidInputError, match=problem):
+        store.import_(HOME, [good, line], by="john", via="cli", now=NOW)
     assert store.active(HOME, now=NOW) == [] and store.recent_changes(HOME) == []

@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from lore.errors import InvalidInputError, NotFoundError
 from lore.ports.memories import KINDS
-from tests.contract.conftest import FACTORIES
+from tests.contract.conftest import FACTORIES, backend_params
 
 SCOPES = ("cli:default", "telegram:42", "line:group:family")
 WORDS = ("coffee", "tea", "Hualien", "mom", "咖啡", "美式咖啡", "开会", "кофе", "Москва", "커피")
@@ -112,7 +112,7 @@ def isolation_machine(backend_name: str) -> type[RuleBasedStateMachine]:
     return ScopeIsolation
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", backend_params())
 def test_no_scope_ever_sees_another_scopes_memories(name: str) -> None:
     machine = isolation_machine(name)
     machine.TestCase.settings = settings(

@@ -3,6 +3,8 @@ are taken over; done only for the lease holder; release; retry with backoff, the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -202,3 +204,41 @@ def test_two_owners_asking_at_once_never_both_hold_an_item(outbox: Outbox) -> No
     delivered = [i.id for i in first if outbox.done(i.id, owner="a", now=NOW)]
     delivered += [i.id for i in second if outbox.done(i.id, owner="b", now=NOW)]
     assert sorted(delivered) == sorted(i.id for i in outbox.items(HOME))
+
+
+def test_every_time_the_outbox_is_given_must_be_aware(outbox: Outbox) -> None:
+    naive = datetime(2026, 11, 30, 9, 0)
+    stored = put(outbox, "k1")
+    refused: list[Callable[[], object]] = [
+        lambda: outbox.put(item("k2"), now=naive),
+        lambda: outbox.lease(owner="a", now=naive),
+        lambda: outbox.lease(owner="a", now=naive, scopes=[]),
+        lambda: outbox.done(stored.id, owner="a", now=naive),
+        lambda: outbox.retry(stored.id, owner="a", now=naive, error="x", delay=1),
+        lambda: outbox.ready_scopes(naive),
+    ]
+    for call in refused:
+        with pytest.raises(ValueError, match="outbox times must be aware"):
+            call()
+    assert [(i.key, i.status, i.attempts) for i in outbox.items(HOME)] == [("k1", "pending", 0)]
+    assert [i.id for i in outbox.lease(owner="a", now=NOW)] == [stored.id]
+
+
+def test_forget_everywhere_rewrites_every_matching_string_of_a_payload(
+    outbox: Outbox,
+) -> None:
+    mary = ReminderPayload(7, "call Mary", "Mary", NOW, timezone="Asia/Taipei")
+    assert outbox.put(replace(item("k1"), payload=mary), now=NOW)
+    assert outbox.put(item("k2", text="water the plants"), now=NOW)
+
+    def matches(text: str) -> bool:
+        return "Mary" in text
+
+    def redact(text: str) -> str:
+        return text.replace("Mary", "[gone]")
+
+    assert outbox.redact_text(matches, redact, dry_run=True) == 1
+    assert outbox.redact_text(matches, redact) == 1
+    payloads = {i.key: i.reminder for i in outbox.items(HOME)}
+    assert (payloads["k1"].text, payloads["k1"].author) == ("call [gone]", "[gone]")
+    assert (payloads["k2"].text, payloads["k2"].author) == ("water the plants", "john")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, ReminderPayload
-from tests.contract.conftest import FACTORIES
+from tests.contract.conftest import FACTORIES, backend_params
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SCOPES = ("cli:default", "line:group:family")
@@ -151,7 +151,7 @@ def outbox_machine(backend_name: str) -> type[RuleBasedStateMachine]:
     return OutboxModel
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", backend_params())
 def test_the_outbox_behaves_as_its_model_under_any_interleaving(name: str) -> None:
     machine = outbox_machine(name)
     machine.TestCase.settings = settings(

@@ -103,6 +103,7 @@ def test_naive_times_are_a_programming_error(store: ReminderStore) -> None:
 
 def test_a_recurrence_is_stored_in_canonical_form(store: ReminderStore) -> None:
     assert store.get(HOME, add(store, recurrence="every day at 9am")).recurrence == "daily 09:00"
+    assert store.get(HOME, add(store, recurrence="Every 15 Minutes")).recurrence == "every 15m"
 
 
 def test_a_conversation_lists_only_its_own_reminders_pending_soonest_first(
@@ -126,7 +127,9 @@ def test_another_scopes_reminder_is_not_found_and_left_alone(store: ReminderStor
     with pytest.raises(NotFoundError, match=f"#{reminder_id}"):
         store.cancel(HOME, reminder_id, by="mallory", now=NOW)
     assert store.get(GROUP, reminder_id).status == "pending"
-    for unknown in (999, 10**30, -(10**30)):
+    for unknown in (999, 0, -1, 2**63, 10**30, -(10**30)):
+        with pytest.raises(NotFoundError, match=f"no reminder #{unknown}"):
+            store.get(HOME, unknown)
         with pytest.raises(NotFoundError, match=f"no reminder #{unknown}"):
             store.cancel(HOME, unknown, by="john", now=NOW)
 
@@ -191,7 +194,7 @@ def test_claiming_a_one_shot_marks_it_delivered_once(store: ReminderStore) -> No
     )
     assert (due.late, due.next_due, due.claimed_at) == (False, None, fire)
     assert due.reminder.due_at == fire and due.reminder.status == "pending"  # as it was
-    assert store.claim_due(fire) == []
+    assert store.claim_due(fire) == [] and store.due(fire) == []
     stored = store.get(HOME, reminder_id)
     assert (stored.status, stored.delivered_at, stored.delivery_count) == ("delivered", fire, 1)
     assert store.list(HOME) == []

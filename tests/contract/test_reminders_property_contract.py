@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lore.ports.reminders import occurrence_key
-from tests.contract.conftest import FACTORIES
+from tests.contract.conftest import FACTORIES, backend_params
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SCHEDULES = [None, "every 15m", "every day at 9am", "every monday at 8:30"]
@@ -21,7 +21,7 @@ SCHEDULES = [None, "every 15m", "every day at 9am", "every monday at 8:30"]
 steps = st.lists(st.integers(min_value=0, max_value=3 * 86_400), min_size=1, max_size=12)
 
 
-@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("name", backend_params())
 def test_each_occurrence_enters_the_outbox_once_whenever_claims_run(name: str) -> None:
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(gaps=steps, offsets=st.lists(st.integers(0, 7200), min_size=4, max_size=4))

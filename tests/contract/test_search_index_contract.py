@@ -4,9 +4,15 @@ meaning once embedded, scopes applied inside each query, entries replaced by the
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import numpy as np
 import pytest
 
+from lore.backends.fake.embedder import HashEmbedder
+from lore.embed import default_embedder
 from lore.ports.search import Entry, SearchIndexPort, SourceRecord
+from lore.search import hybrid
 from tests.contract.conftest import Backend
 
 T0 = 1_764_000_000.0  # late 2025, Unix seconds
@@ -37,6 +43,21 @@ def message(
 def texts(index: SearchIndexPort, ids: list[int]) -> list[str]:
     found = index.fetch(ids)
     return [found[i].text for i in ids]
+
+
+def needs_real_search(backend_name: str) -> None:
+    if backend_name == "fake":
+        pytest.skip("the in-memory index has no word segmentation, stemming or ranking")
+
+
+@pytest.fixture
+def judged(backend: Backend) -> SearchIndexPort:
+    """The backend's index embedding with the real model (for tests that judge meaning)."""
+    if backend.search_with is None:
+        from lore.backends.fake.search_index import FakeSearchIndex
+
+        return FakeSearchIndex(default_embedder())
+    return backend.search_with(default_embedder())
 
 
 def test_an_entry_is_found_by_text_as_soon_as_it_is_written(index: SearchIndexPort) -> None:
@@ -81,11 +102,18 @@ def test_the_extra_text_is_matched_but_never_shown(index: SearchIndexPort) -> No
 
 def test_writing_an_entry_again_in_its_place_replaces_it(index: SearchIndexPort) -> None:
     [old] = index.put([message("the first draft", locator=3)])
+    index.embed_pending()
     [new] = index.put([message("the second draft", locator=3)])
     assert index.fetch([old]) == {}
     assert texts(index, [new]) == ["the second draft"]
     assert index.text_search([HOME], "first", limit=5, now=NOW) == []
     assert index.stats().entries["message"] == 1
+    assert index.stats().vectors == 0  # the old vector went with the old text
+
+
+def test_a_sources_entries_get_consecutive_ids_in_order(index: SearchIndexPort) -> None:
+    ids = index.put([message(f"turn {n}", locator=n) for n in range(5)])
+    assert ids == list(range(ids[0], ids[0] + 5))
 
 
 def test_replacing_a_source_swaps_every_entry_of_it_and_keeps_its_record(
@@ -199,3 +227,152 @@ def test_a_failed_batch_writes_nothing(index: SearchIndexPort) -> None:
         index.put([message("written then undone")])
         raise RuntimeError("stopped")
     assert index.text_search([HOME], "undone", limit=5, now=NOW) == []
+
+
+def test_chinese_and_russian_text_is_found_by_its_words(
+    index: SearchIndexPort, backend_name: str
+) -> None:
+    needs_real_search(backend_name)
+    index.put(
+        [
+            message("我每天早上喝美式咖啡", locator=0),
+            message("Мама живёт в Москве", locator=1),
+            message("The quarterly tax report is due in April", locator=2),
+        ]
+    )
+    assert texts(index, index.text_search([HOME], "咖啡", limit=5, now=NOW)) == [
+        "我每天早上喝美式咖啡"
+    ]
+    assert texts(index, index.text_search([HOME], "Москва", limit=5, now=NOW)) == [
+        "Мама живёт в Москве"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("common", "rare", "query"),
+    [
+        ("I had coffee this morning", "We drove to Hualien", "coffee Hualien"),
+        ("今天早上喝了咖啡", "周末开车去花莲", "咖啡 花莲"),
+        ("Утром я пил кофе", "Мы ездили в Хуалянь", "кофе Хуалянь"),
+    ],
+)
+def test_a_rare_word_of_the_query_outranks_a_common_one(
+    index: SearchIndexPort, backend_name: str, common: str, rare: str, query: str
+) -> None:
+    needs_real_search(backend_name)
+    # Both match one word of the query once; the word few entries hold weighs more (BM25).
+    commons = index.put([message(f"{common} {n}", locator=n) for n in range(12)])
+    [rare_id] = index.put([message(rare, locator=99)])
+    found = index.text_search([HOME], query, limit=20, now=NOW)
+    assert found[0] == rare_id
+    assert sorted(found[1:]) == sorted(commons)
+
+
+def test_a_shorter_entry_outranks_a_longer_one_with_the_same_match(
+    index: SearchIndexPort, backend_name: str
+) -> None:
+    needs_real_search(backend_name)
+    filler = " ".join(f"word{n}" for n in range(40))
+    index.put([message(f"unrelated entry {n}", locator=n) for n in range(10)])
+    [long_id, short_id] = index.put(
+        [message(f"Hualien {filler}", locator=20), message("Hualien trip", locator=21)]
+    )
+    assert index.text_search([HOME], "hualien", limit=5, now=NOW) == [short_id, long_id]
+
+
+def test_the_scope_filter_of_a_vector_search_is_inside_the_query(index: SearchIndexPort) -> None:
+    # Another scope holds many better matches; a filter applied after a top-k would
+    # leave nothing for the group.
+    crowd = [message(f"redis redis cluster note {n}", source="crowd", locator=n) for n in range(60)]
+    index.put([*crowd, message("a redis mention", scope=GROUP, source="b")])
+    index.embed_pending(batch=32)
+    query = index.embedder.embed_queries(["redis cluster"])[0]
+    by_text = index.text_search([GROUP], "redis cluster", limit=1, now=NOW)
+    by_vector = index.vector_search([GROUP], query, limit=1, now=NOW)
+    assert texts(index, by_text) == ["a redis mention"]
+    assert texts(index, [i for i, _ in by_vector]) == ["a redis mention"]
+
+
+def test_a_stored_vector_keeps_the_ranking(index: SearchIndexPort) -> None:
+    (entry_id,) = index.put([message("The train to Hualien leaves at nine")])
+    index.embed_pending()
+    exact = index.embedder.embed_passages(["john: The train to Hualien leaves at nine"])[0]
+    stored = index.vectors_of(HOME, [entry_id])[entry_id]
+    assert float(np.dot(stored, exact)) > 0.999
+
+
+def test_vectors_of_another_model_are_dropped_and_made_again(backend: Backend) -> None:
+    if backend.search_with is None:
+        pytest.skip("the in-memory index is its own storage: another model is another index")
+    backend.search.put([message("a line to embed")])
+    assert backend.search.embed_pending() == 1
+
+    class OtherModel(HashEmbedder):
+        name = "other/model"
+
+    other = backend.search_with(OtherModel())
+    assert other.embed_pending() == 1
+    assert other.stats().embedder == "other/model"
+
+
+def test_memory_writes_queue_and_retire_index_entries(backend: Backend) -> None:
+    if backend.search_with is None:
+        pytest.skip("nothing feeds the in-memory index's memory queue")
+    memories, index = backend.memories, backend.search
+    now = datetime.fromtimestamp(NOW, UTC)
+    memory, _ = memories.remember(HOME, "John lives in 花莲", author="j", via="tool", now=now)
+    assert index.queued_memories() == [(memory.id, HOME)]
+    index.put([Entry(HOME, "memory", "", memory.id, NOW, memory.content)])
+    index.dequeue_memories([memory.id])
+    assert not index.has_queued_memories()
+    assert len(index.text_search([HOME], "花莲", limit=5, now=NOW)) == 1
+    memories.forget(HOME, memory.id, by="j", via="tool", now=now)
+    assert index.text_search([HOME], "花莲", limit=5, now=NOW) == []
+    assert index.stats().entries["memory"] == 0
+
+
+def test_clear_can_queue_every_memory_again(backend: Backend) -> None:
+    if backend.search_with is None:
+        pytest.skip("nothing feeds the in-memory index's memory queue")
+    now = datetime.fromtimestamp(NOW, UTC)
+    memory, _ = backend.memories.remember(HOME, "likes tea", author="j", via="tool", now=now)
+    backend.search.put([message("a message")])
+    backend.search.clear(requeue_memories=True)
+    assert sum(backend.search.stats().entries.values()) == 0
+    assert backend.search.queued_memories() == [(memory.id, HOME)]
+
+
+@pytest.mark.search_quality
+def test_embedding_makes_an_entry_searchable_by_meaning(judged: SearchIndexPort) -> None:
+    judged.put(
+        [
+            message("I drink an americano every morning", locator=0),
+            message("The quarterly tax report is due in April", source="s3"),
+        ]
+    )
+    assert judged.embed_pending() == 2
+    query = judged.embedder.embed_queries(["coffee habits"])[0]
+    best = judged.vector_search([HOME], query, limit=1, now=NOW)
+    assert texts(judged, [best[0][0]]) == ["I drink an americano every morning"]
+    assert 0.5 < best[0][1] <= 1.0  # a cosine similarity
+    assert judged.text_search([HOME], "coffee habits", limit=5, now=NOW) == []
+
+
+@pytest.mark.search_quality
+def test_the_hybrid_ranking_finds_by_words_and_by_meaning(judged: SearchIndexPort) -> None:
+    judged.put(
+        [
+            message("I drink an americano every morning", locator=0),
+            message("The quarterly tax report is due in April", source="s3"),
+            message("我每天早上喝美式咖啡", locator=2, source="s2"),
+        ]
+    )
+    judged.embed_pending()
+    by_meaning = hybrid.search(judged, "morning coffee", [HOME], now=NOW, limit=2)
+    assert {hit.entry.text for hit in by_meaning} == {
+        "I drink an americano every morning",
+        "我每天早上喝美式咖啡",
+    }
+    by_words = hybrid.search(judged, "美式咖啡", [HOME, "cli:b"], now=NOW, limit=1)
+    assert [hit.entry.text for hit in by_words] == ["我每天早上喝美式咖啡"]
+    assert hybrid.search(judged, "coffee", ["telegram:9"], now=NOW) == []

@@ -5,7 +5,7 @@ correction keeps the old version in the history, out of every prompt; forgetting
 the text of the whole chain of versions; every change is audited.
 
 A store subclasses `MemoryWrites` and gives the SQL as hooks (its transaction and locks,
-its search terms, its placeholders); the reads, search included, stay the store's own.
+its search terms, its placeholders); the reads are `MemoryReads`', with their own hooks.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
+from lore.backends.memory_reads import MemoryReads
 from lore.errors import InvalidInputError
 from lore.ports.memories import (
     KINDS,
@@ -34,7 +35,7 @@ __all__ = ["MemoryWrites", "current_versions"]
 Conn = TypeVar("Conn")
 
 
-class MemoryWrites(ABC, Generic[Conn]):
+class MemoryWrites(MemoryReads[Conn], ABC):
     """The write flow of a memory store over connections of type `Conn`."""
 
     def remember(
@@ -116,6 +117,7 @@ class MemoryWrites(ABC, Generic[Conn]):
     ) -> None:
         """Erase these memories' text and these audit details, whatever their scope and
         state (forget everywhere: the owner's purge of a text)."""
+        iso(now)
         with self._writing(None) as conn:
             if memory_ids:
                 for memory_id, scope in sorted(self._erase(conn, list(memory_ids), now)):
@@ -148,10 +150,6 @@ class MemoryWrites(ABC, Generic[Conn]):
                 self._audit(conn, new_id, scope, "import", by, via, now, record.draft.detail())
                 added.append(new_id)
         return ImportResult(added, present)
-
-    @abstractmethod
-    def get(self, scope: str, memory_id: int) -> Memory:
-        """A memory of this scope, in any state but forgotten (NotFoundError otherwise)."""
 
     # -- the flow's own steps ---------------------------------------------------------------
 
@@ -229,14 +227,6 @@ class MemoryWrites(ABC, Generic[Conn]):
         detail: dict[str, Any],
     ) -> None:
         """Append one audit entry."""
-
-    @abstractmethod
-    def _exists(self, conn: Conn, memory_id: int, scope: str | None = None) -> bool:
-        """Whether the id is taken (in `scope`, if given), whatever the memory's state."""
-
-    @abstractmethod
-    def _row(self, conn: Conn, memory_id: int) -> Memory:
-        """The memory `memory_id`, as it is in this transaction."""
 
 
 def current_versions(

@@ -1,113 +1,133 @@
-"""The chat ledger in dicts: received updates (leased until handled) and sent ids."""
+"""The chat ledger in dicts: received updates (leased until handled) and sent ids. The
+rules are the flow's (`ChatLedgerFlow`), as on every database; only the storage is a
+dict."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from lore.ports.chat_ledger import Received, redact_payload
+from lore.backends.chat_ledger_flow import ChatLedgerFlow, Claimed
 
 __all__ = ["FakeChatLedger"]
 
 
 @dataclass
 class _Entry:
-    received: Received
+    id: int
+    channel: str
+    key: str
+    payload: dict[str, Any] | None
+    received_at: datetime
+    lease_owner: str | None
+    lease_until: datetime | None
     handled: bool = False
-    lease_owner: str | None = None
-    lease_until: float = 0.0
 
 
-class FakeChatLedger:
-    redacted_noun = "chat message not yet answered"  # forget everywhere's word for one
+@dataclass
+class _Tables:
+    received: dict[tuple[str, str], _Entry] = field(default_factory=dict)  # in order of age
+    sent: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    last_id: int = 0  # never reused, as a database's row ids are not
 
+
+class FakeChatLedger(ChatLedgerFlow[_Tables]):
     def __init__(self) -> None:
-        self._received: dict[tuple[str, str], _Entry] = {}  # insertion order is age
-        self._sent: dict[tuple[str, str], datetime] = {}
+        self._tables = _Tables()
+        self._lock = threading.RLock()
 
-    def receive(
+    @contextmanager
+    def _writing(self) -> Iterator[_Tables]:
+        with self._lock:
+            yield self._tables
+
+    def _reading(self) -> AbstractContextManager[_Tables]:
+        return nullcontext(self._tables)
+
+    def _record(
         self,
+        conn: _Tables,
         channel: str,
         key: str,
         payload: dict[str, Any],
-        *,
-        owner: str,
         now: datetime,
-        seconds: float,
+        owner: str,
+        until: datetime,
     ) -> bool:
-        if (channel, key) in self._received:
+        if (channel, key) in conn.received:
             return False
-        received = Received(channel, key, copy.deepcopy(payload), now)
-        self._received[channel, key] = _Entry(received, False, owner, now.timestamp() + seconds)
+        stored = copy.deepcopy(payload)  # as a database keeps it: apart from the caller's
+        conn.last_id += 1
+        entry = _Entry(conn.last_id, channel, key, stored, now, owner, until)
+        conn.received[channel, key] = entry
         return True
 
-    def renew(self, channel: str, *, owner: str, now: datetime, seconds: float) -> int:
-        count = 0
-        for (where, _), entry in self._received.items():
-            if where == channel and not entry.handled and entry.lease_owner == owner:
-                entry.lease_until = now.timestamp() + seconds
-                count += 1
-        return count
+    def _unhandled_of(self, conn: _Tables, channel: str) -> list[_Entry]:
+        return [e for e in conn.received.values() if e.channel == channel and not e.handled]
 
-    def claim(
-        self, channel: str, *, owner: str, now: datetime, seconds: float, limit: int = 100
-    ) -> list[Received]:
-        claimed: list[Received] = []
-        for (where, _), entry in self._received.items():
-            if len(claimed) >= limit:
-                break
-            if where == channel and not entry.handled and entry.lease_until < now.timestamp():
-                entry.lease_owner, entry.lease_until = owner, now.timestamp() + seconds
-                claimed.append(copy.deepcopy(entry.received))
-        return claimed
+    def _extend(self, conn: _Tables, channel: str, owner: str, until: datetime) -> int:
+        held = [e for e in self._unhandled_of(conn, channel) if e.lease_owner == owner]
+        for entry in held:
+            entry.lease_until = until
+        return len(held)
 
-    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
-        ended = 0
-        for (where, _), entry in self._received.items():
-            if where == channel and not entry.handled and entry.lease_owner in owners:
-                entry.lease_until = 0.0
-                ended += 1
-        return ended
+    def _claim(
+        self, conn: _Tables, channel: str, owner: str, now: datetime, until: datetime, limit: int
+    ) -> list[Claimed]:
+        free = [
+            e
+            for e in self._unhandled_of(conn, channel)
+            if e.lease_until is None or e.lease_until < now
+        ][:limit]
+        for entry in free:
+            entry.lease_owner, entry.lease_until = owner, until
+        return [(e.id, e.key, copy.deepcopy(e.payload or {}), e.received_at) for e in free]
 
-    def redact_text(
-        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
-    ) -> int:
-        changed = 0
-        for entry in self._received.values():
-            if entry.handled:
-                continue
-            payload = redact_payload(entry.received.payload, match, redact)
-            if payload is not None:
-                changed += 1
-                if not dry_run:
-                    entry.received = replace(entry.received, payload=payload)
-        return changed
+    def _free_owners(self, conn: _Tables, channel: str, owners: Sequence[str]) -> int:
+        held = [e for e in self._unhandled_of(conn, channel) if e.lease_owner in owners]
+        for entry in held:
+            entry.lease_until = None
+        return len(held)
 
-    def handled(self, channel: str, key: str) -> None:
-        entry = self._received.get((channel, key))
-        if entry is not None:
-            entry.handled, entry.lease_owner, entry.lease_until = True, None, 0.0
-            entry.received = Received(channel, key, {}, entry.received.received_at)
-
-    def note_sent(self, channel: str, message_ids: Sequence[str], *, now: datetime) -> None:
-        for message_id in message_ids:
-            self._sent[channel, message_id] = now
-
-    def was_sent(self, channel: str, message_id: str) -> bool:
-        return (channel, message_id) in self._sent
-
-    def prune(self, *, before: datetime) -> int:
-        old = [
-            key
-            for key, entry in self._received.items()
-            if entry.handled and entry.received.received_at < before
+    def _unhandled(self, conn: _Tables) -> list[tuple[int, dict[str, Any]]]:
+        return [
+            (e.id, e.payload)
+            for e in conn.received.values()
+            if not e.handled and e.payload is not None
         ]
-        sent = [key for key, at in self._sent.items() if at < before]
+
+    def _rewrite(self, conn: _Tables, changed: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        payloads = dict(changed)
+        for entry in conn.received.values():
+            if entry.id in payloads and not entry.handled:
+                entry.payload = payloads[entry.id]
+
+    def _mark_handled(self, conn: _Tables, channel: str, key: str) -> None:
+        entry = conn.received.get((channel, key))
+        if entry is not None:
+            entry.handled, entry.payload, entry.lease_owner, entry.lease_until = (
+                True, None, None, None,
+            )  # fmt: skip
+
+    def _note_sent(
+        self, conn: _Tables, channel: str, message_ids: Sequence[str], at: datetime
+    ) -> None:
+        for message_id in message_ids:
+            conn.sent[channel, message_id] = at
+
+    def _was_sent(self, conn: _Tables, channel: str, message_id: str) -> bool:
+        return (channel, message_id) in conn.sent
+
+    def _prune(self, conn: _Tables, before: datetime) -> int:
+        old = [k for k, e in conn.received.items() if e.handled and e.received_at < before]
+        sent = [k for k, at in conn.sent.items() if at < before]
         for key in old:
-            del self._received[key]
+            del conn.received[key]
         for key in sent:
-            del self._sent[key]
+            del conn.sent[key]
         return len(old) + len(sent)

@@ -1,13 +1,19 @@
-"""The outbox in a dict: leases as (owner, until), one item per idempotency key, ever."""
+"""The outbox in a dict: leases as (owner, until), one item per idempotency key, ever.
+The rules are the flow's (`OutboxFlow`), as on every database; only the storage is a
+dict."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+import copy
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, payload_from_json, payload_to_json
+from lore.backends.outbox_flow import NewItem, OutboxFlow
+from lore.ports.outbox import OutboxItem, payload_from_json, payload_to_json
 
 __all__ = ["FakeOutbox"]
 
@@ -15,131 +21,139 @@ __all__ = ["FakeOutbox"]
 @dataclass
 class _Slot:
     item: OutboxItem
-    available_at: int  # whole seconds, as the local backend keeps them
+    available_at: datetime
     lease_owner: str | None = None
-    lease_until: float = 0.0
+    lease_until: datetime | None = None
 
     def ready(self, now: datetime) -> bool:
         return (
             self.item.status == "pending"
-            and self.available_at <= _ts(now)
-            and self.lease_until < now.timestamp()
+            and self.available_at <= now
+            and (self.lease_until is None or self.lease_until < now)
         )
 
     def held_by(self, owner: str) -> bool:
         return self.item.status == "pending" and self.lease_owner == owner
 
+    def free(self) -> None:
+        self.lease_owner, self.lease_until = None, None
 
-class FakeOutbox:
-    redacted_noun = "delivery"  # forget everywhere's word for one
 
+@dataclass
+class _Table:
+    slots: dict[int, _Slot] = field(default_factory=dict)
+    keys: set[str] = field(default_factory=set)
+
+
+class FakeOutbox(OutboxFlow[_Table]):
     def __init__(self) -> None:
-        self._slots: dict[int, _Slot] = {}
-        self._keys: set[str] = set()
+        self._table = _Table()
+        self._lock = threading.RLock()
 
-    def redact_text(
-        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
-    ) -> int:
-        changed = 0
-        for slot in self._slots.values():
-            stored = payload_to_json(slot.item.payload)
-            payload = {
-                k: redact(v) if isinstance(v, str) and match(v) else v for k, v in stored.items()
-            }
-            if payload != stored:
-                changed += 1
-                if not dry_run:
-                    slot.item = replace(slot.item, payload=payload_from_json(payload))
-        return changed
+    @contextmanager
+    def _writing(self) -> Iterator[_Table]:
+        with self._lock:
+            yield self._table
 
-    def put(self, item: OutboxItem, *, now: datetime) -> bool:
-        if item.key in self._keys:
-            return False
-        item_id = len(self._slots) + 1
-        stored = replace(
-            item,
-            id=item_id,
-            payload=payload_from_json(payload_to_json(item.payload)),  # as stores keep it
-            status="pending",
-            attempts=0,
-            last_error="",
-            created_at=datetime.fromtimestamp(_ts(now), UTC),
-        )
-        self._slots[item_id] = _Slot(stored, _ts(now))
-        self._keys.add(item.key)
-        return True
+    def _reading(self) -> AbstractContextManager[_Table]:
+        return nullcontext(self._table)
 
-    def lease(
+    def _insert(self, conn: _Table, rows: Sequence[NewItem], at: datetime) -> int:
+        added = 0
+        for key, scope, channel, kind, payload in rows:
+            if key in conn.keys:
+                continue
+            item_id = len(conn.slots) + 1
+            stored = payload_from_json(copy.deepcopy(payload))  # as a database keeps it
+            item = OutboxItem(item_id, key, scope, channel, kind, stored, "pending", 0, at)
+            conn.slots[item_id] = _Slot(item, at)
+            conn.keys.add(key)
+            added += 1
+        return added
+
+    def _lease(
         self,
-        *,
+        conn: _Table,
         owner: str,
         now: datetime,
-        scopes: Sequence[str] | None = None,
-        limit: int = 100,
-        seconds: float = 60.0,
+        until: datetime,
+        scopes: Sequence[str] | None,
+        limit: int,
     ) -> list[OutboxItem]:
         leased: list[OutboxItem] = []
-        for slot in self._slots.values():
+        for slot in conn.slots.values():
             if len(leased) >= limit:
                 break
             if slot.ready(now) and (scopes is None or slot.item.scope in scopes):
-                slot.lease_owner, slot.lease_until = owner, now.timestamp() + seconds
+                slot.lease_owner, slot.lease_until = owner, until
                 leased.append(slot.item)
         return leased
 
-    def done(self, item_id: int, *, owner: str, now: datetime) -> bool:
-        _ts(now)
-        slot = self._slots.get(item_id)
+    def _finish(self, conn: _Table, item_id: int, owner: str, at: datetime) -> bool:
+        slot = conn.slots.get(item_id)
         if slot is None or not slot.held_by(owner):
             return False
         slot.item = replace(slot.item, status="delivered")
-        slot.lease_owner, slot.lease_until = None, 0.0
+        slot.free()
         return True
 
-    def release(self, item_id: int, *, owner: str) -> None:
-        slot = self._slots.get(item_id)
+    def _release(self, conn: _Table, item_id: int, owner: str) -> None:
+        slot = conn.slots.get(item_id)
         if slot is not None and slot.held_by(owner):
-            slot.lease_owner, slot.lease_until = None, 0.0
+            slot.free()
 
-    def end_leases(self, owners: Sequence[str]) -> int:
-        ended = 0
-        for slot in self._slots.values():
-            if slot.lease_owner in owners and slot.item.status == "pending":
-                slot.lease_owner, slot.lease_until = None, 0.0
-                ended += 1
-        return ended
+    def _free_owners(self, conn: _Table, owners: Sequence[str]) -> int:
+        held = [
+            s for s in conn.slots.values() if s.item.status == "pending" and s.lease_owner in owners
+        ]
+        for slot in held:
+            slot.free()
+        return len(held)
 
-    def retry(self, item_id: int, *, owner: str, now: datetime, error: str, delay: float) -> None:
-        slot = self._slots.get(item_id)
+    def _retry(
+        self,
+        conn: _Table,
+        item_id: int,
+        owner: str,
+        error: str,
+        ready: datetime,
+        max_attempts: int,
+    ) -> None:
+        slot = conn.slots.get(item_id)
         if slot is None or not slot.held_by(owner):
             return
         attempts = slot.item.attempts + 1
-        status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
-        slot.item = replace(slot.item, attempts=attempts, last_error=error[:500], status=status)
-        slot.available_at = _ts(now) + int(delay)
-        slot.lease_owner, slot.lease_until = None, 0.0
+        status = "failed" if attempts >= max_attempts else "pending"
+        slot.item = replace(slot.item, attempts=attempts, last_error=error, status=status)
+        slot.available_at = ready
+        slot.free()
 
-    def ready_scopes(self, now: datetime) -> list[str]:
-        return list(dict.fromkeys(s.item.scope for s in self._slots.values() if s.ready(now)))
+    def _ready_scopes(self, conn: _Table, now: datetime) -> list[str]:
+        return list(dict.fromkeys(s.item.scope for s in conn.slots.values() if s.ready(now)))
 
-    def next_ready(self, scope: str | None = None) -> datetime | None:
+    def _next_ready(self, conn: _Table, scope: str | None) -> datetime | None:
         times = [
-            max(float(slot.available_at), slot.lease_until)
-            for slot in self._slots.values()
+            max(slot.available_at, slot.lease_until or slot.available_at)
+            for slot in conn.slots.values()
             if slot.item.status == "pending" and scope in (None, slot.item.scope)
         ]
-        return datetime.fromtimestamp(min(times), UTC) if times else None
+        return min(times, default=None)
 
-    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+    def _items(self, conn: _Table, scope: str, status: str | None, limit: int) -> list[OutboxItem]:
         found = [
             slot.item
-            for slot in reversed(self._slots.values())
+            for slot in reversed(conn.slots.values())
             if slot.item.scope == scope and status in (None, slot.item.status)
         ]
         return found[:limit]
 
+    def _texts(self, conn: _Table) -> list[tuple[int, Any, str | None]]:
+        return [
+            (i, payload_to_json(s.item.payload), s.item.last_error) for i, s in conn.slots.items()
+        ]
 
-def _ts(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        raise ValueError("outbox times must be aware")
-    return math.floor(moment.timestamp())
+    def _rewrite(self, conn: _Table, changed: Sequence[tuple[int, Any, str | None]]) -> None:
+        for item_id, payload, error in changed:
+            slot = conn.slots[item_id]
+            stored = payload_from_json(payload)
+            slot.item = replace(slot.item, payload=stored, last_error=error or "")

@@ -1,156 +1,99 @@
-"""Reminders in a dict, claimed into a `FakeOutbox`. Times are kept to the whole second
-(a due time rounds up), as the port says."""
+"""Reminders in a dict, claimed into a `FakeOutbox`. The rules are the flow's
+(`ReminderFlow`), as on every database; only the storage is a dict."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
-from lore.backends.fake.outbox import FakeOutbox
-from lore.errors import InvalidInputError, NotFoundError
-from lore.ports.reminders import (
-    LATE_AFTER,
-    DueReminder,
-    Reminder,
-    check_reminder,
-    next_occurrence,
-    reminder_item,
-)
+from lore.backends.fake.outbox import FakeOutbox, _Table
+from lore.backends.reminder_flow import ReminderFlow
+from lore.ports.reminders import Reminder
 
 __all__ = ["FakeReminderStore"]
 
 
-class FakeReminderStore:
-    redacted_noun = "reminder"  # forget everywhere's word for one
-
+class FakeReminderStore(ReminderFlow[_Table]):
     def __init__(self, outbox: FakeOutbox | None = None) -> None:
-        self._outbox = outbox or FakeOutbox()
+        self._deliveries = outbox or FakeOutbox()
+        super().__init__(self._deliveries)
         self._reminders: dict[int, Reminder] = {}
-        self._listeners: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
 
     @property
     def outbox(self) -> FakeOutbox:
-        return self._outbox
+        return self._deliveries
 
-    def on_added(self, listener: Callable[[], None]) -> None:
-        self._listeners.append(listener)
+    # The outbox's table is the connection: a claim writes both in one step.
+    @contextmanager
+    def _writing(self) -> Iterator[_Table]:
+        with self._lock, self._deliveries._writing() as table:
+            yield table
 
-    def redact_text(
-        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
-    ) -> int:
-        found = [r for r in self._reminders.values() if match(r.text)]
-        if not dry_run:
-            for reminder in found:
-                self._reminders[reminder.id] = replace(reminder, text=redact(reminder.text))
-        return len(found)
+    def _reading(self) -> AbstractContextManager[_Table]:
+        return nullcontext(self._deliveries._table)
 
-    def add(
-        self,
-        scope: str,
-        author: str,
-        text: str,
-        due: datetime,
-        *,
-        timezone: str,
-        now: datetime,
-        recurrence: str | None = None,
-        channel: str = "",
-        session_id: str = "",
-    ) -> Reminder:
-        text, canonical = check_reminder(text, due, timezone=timezone, recurrence=recurrence)
-        due_at = _second(due, up=True)
-        reminder = Reminder(
-            id=len(self._reminders) + 1,
-            scope=scope,
-            author=author,
-            text=text,
-            due_at=due_at,
-            timezone=timezone,
-            recurrence=canonical,
-            anchor_at=due_at,
-            status="pending",
-            channel=channel,
-            session_id=session_id,
-            created_at=_second(now),
-            delivered_at=None,
-            delivery_count=0,
-        )
+    def _insert(self, conn: _Table, new: Reminder) -> Reminder:
+        reminder = replace(new, id=len(self._reminders) + 1)
         self._reminders[reminder.id] = reminder
-        for listener in self._listeners:
-            listener()
         return reminder
 
-    def cancel(self, scope: str, reminder_id: int, *, by: str, now: datetime) -> Reminder:
-        reminder = self.get(scope, reminder_id)
-        if reminder.status != "pending":
-            raise InvalidInputError(f"reminder #{reminder_id} was already {reminder.status}")
-        _second(now)
-        self._reminders[reminder_id] = replace(reminder, status="cancelled")
+    def _find(self, conn: _Table, reminder_id: int, *, lock: bool) -> Reminder | None:
+        return self._reminders.get(reminder_id)
+
+    def _cancel(self, conn: _Table, reminder_id: int, by: str, at: datetime) -> Reminder:
+        self._reminders[reminder_id] = replace(self._reminders[reminder_id], status="cancelled")
         return self._reminders[reminder_id]
 
-    def claim_due(
-        self,
-        now: datetime,
-        limit: int = 100,
-        *,
-        late_after: timedelta = LATE_AFTER,
-        scope: str | None = None,
-    ) -> list[DueReminder]:
-        claimed: list[DueReminder] = []
-        moment = _second(now)
-        for reminder in self.due(now, limit=len(self._reminders)):
-            if len(claimed) >= limit:
-                break
-            if scope is not None and reminder.scope != scope:
-                continue
-            next_due = next_occurrence(reminder, now)
-            count = reminder.delivery_count + 1
-            if next_due is None:
-                moved = replace(reminder, status="delivered", delivery_count=count)
-            else:
-                moved = replace(reminder, due_at=_second(next_due, up=True), delivery_count=count)
-            self._reminders[reminder.id] = replace(moved, delivered_at=moment)
-            due = DueReminder(
-                reminder, now.astimezone(UTC), now - reminder.due_at > late_after, next_due
-            )
-            self._outbox.put(reminder_item(due), now=now)
-            claimed.append(due)
-        return claimed
-
-    def get(self, scope: str, reminder_id: int) -> Reminder:
-        reminder = self._reminders.get(reminder_id)
-        if reminder is None or reminder.scope != scope:
-            raise NotFoundError(f"no reminder #{reminder_id} in this conversation")
-        return reminder
-
-    def due(self, now: datetime, limit: int = 100) -> list[Reminder]:
-        moment = _second(now)
-        pending = [r for r in self._pending() if r.due_at <= moment]
+    def _due(
+        self, conn: _Table, moment: datetime, scope: str | None, limit: int, *, claim: bool
+    ) -> list[Reminder]:
+        pending = [r for r in self._pending() if r.due_at <= moment and scope in (None, r.scope)]
         return pending[:limit]
 
-    def next_due_time(self, scope: str | None = None) -> datetime | None:
-        times = [r.due_at for r in self._pending() if scope in (None, r.scope)]
-        return min(times, default=None)
+    def _advance(
+        self,
+        conn: _Table,
+        finished: Sequence[int],
+        moved: Sequence[tuple[int, datetime]],
+        at: datetime,
+    ) -> None:
+        for reminder_id in finished:
+            reminder = self._reminders[reminder_id]
+            self._reminders[reminder_id] = replace(
+                reminder,
+                status="delivered",
+                delivered_at=at,
+                delivery_count=reminder.delivery_count + 1,
+            )
+        for reminder_id, due in moved:
+            reminder = self._reminders[reminder_id]
+            self._reminders[reminder_id] = replace(
+                reminder, due_at=due, delivered_at=at, delivery_count=reminder.delivery_count + 1
+            )
+
+    def _soonest(self, conn: _Table, scope: str | None) -> datetime | None:
+        return min((r.due_at for r in self._pending() if scope in (None, r.scope)), default=None)
 
     def _pending(self) -> list[Reminder]:
         """Pending reminders, soonest first (by id among equals, as an index would)."""
         found = [r for r in self._reminders.values() if r.status == "pending"]
         return sorted(found, key=lambda r: (r.due_at, r.id))
 
-    # Last in the class: below it, `list` would name this method, not the builtin.
-    def list(self, scope: str, *, include_done: bool = False, limit: int = 200) -> list[Reminder]:
+    def _texts(self, conn: _Table) -> Sequence[tuple[int, str]]:
+        return [(r.id, r.text) for r in self._reminders.values()]
+
+    def _rewrite(self, conn: _Table, changed: Sequence[tuple[int, str]]) -> None:
+        for reminder_id, text in changed:
+            self._reminders[reminder_id] = replace(self._reminders[reminder_id], text=text)
+
+    def _of_scope(self, conn: _Table, scope: str, include_done: bool, limit: int) -> list[Reminder]:
         mine = [r for r in self._reminders.values() if r.scope == scope]
         pending = sorted((r for r in mine if r.status == "pending"), key=lambda r: r.due_at)
         done = sorted(
             (r for r in mine if r.status != "pending"), key=lambda r: -r.due_at.timestamp()
         )
         return (pending + (done if include_done else []))[:limit]
-
-
-def _second(moment: datetime, *, up: bool = False) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError("reminder times must be aware")
-    stamp = moment.timestamp()
-    return datetime.fromtimestamp(math.ceil(stamp) if up else math.floor(stamp), UTC)

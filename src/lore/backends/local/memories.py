@@ -12,16 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
 from lore.backends.local.database import Database
 from lore.backends.memory_writes import MemoryWrites
-from lore.errors import NotFoundError
 from lore.ports.memories import (
-    ActivePage,
     AuditEntry,
     Draft,
     Memory,
@@ -29,7 +27,6 @@ from lore.ports.memories import (
     clean_author,
     content_key,
     iso,
-    valid_id,
 )
 from lore.text import index_terms, match_expression
 
@@ -46,26 +43,7 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         self._db = db
         self._fold_pending = False  # a forget inside a batch left old pages in the WAL
 
-    # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
-
-    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
-        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
-        audit rows whose detail does: every copy the table holds of a text."""
-        memories = [
-            int(row["id"])
-            for row in self._db.conn.execute(
-                "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
-            )
-            if match(row["content"]) or match(row["keywords"])
-        ]
-        audits = [
-            int(row["id"])
-            for row in self._db.conn.execute(
-                "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
-            )
-            if match(row["detail"])
-        ]
-        return memories, audits
+    # -- the reads are MemoryReads', the writes MemoryWrites' (SQL below) --------------
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -84,41 +62,38 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
     def compact(self) -> bool:
         return self._db.vacuum()
 
-    # -- reading ------------------------------------------------------------------------
+    # -- the SQL of the read flow -------------------------------------------------------
 
-    def get(self, scope: str, memory_id: int) -> Memory:
-        """A memory of this scope, in any state but forgotten."""
-        row = None
-        if valid_id(memory_id):
-            row = self._db.conn.execute(
-                "SELECT * FROM memories WHERE id = ? AND scope = ? AND status != 'forgotten'",
-                (memory_id, scope),
-            ).fetchone()
-        if row is None:
-            raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
-        return _memory(row)
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return nullcontext(self._db.conn)
 
-    def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
-        """Unexpired active memories in block order: profile first, then most recently updated."""
-        rows = self._db.conn.execute(
+    def _snapshot(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._db.atomic(immediate=False)  # one snapshot for every read inside
+
+    def _find(self, conn: sqlite3.Connection, memory_id: int) -> Memory | None:
+        row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else _memory(row)
+
+    def _active(
+        self, conn: sqlite3.Connection, scope: str, now: datetime, limit: int | None
+    ) -> list[Memory]:
+        rows = conn.execute(
             f"SELECT * FROM memories WHERE scope = :scope AND {_LIVE} ORDER BY {_BLOCK_ORDER}"
             " LIMIT :limit",
             {"scope": scope, "now": iso(now), "limit": -1 if limit is None else limit},
         )
         return [_memory(row) for row in rows]
 
-    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
-        """The first `limit` memories in block order and how many are live in all: the
-        count kept by the m007 triggers, less those expired (read from an index that holds
-        only memories with an expiry), so no read grows with the scope."""
-        with self._db.atomic(immediate=False) as conn:  # one snapshot for both reads
-            (total,) = conn.execute(
-                "SELECT coalesce((SELECT active FROM memory_counts WHERE scope = :scope), 0)"
-                " - (SELECT count(*) FROM memories WHERE scope = :scope AND status = 'active'"
-                " AND expires_at IS NOT NULL AND expires_at <= :now)",
-                {"scope": scope, "now": iso(now)},
-            ).fetchone()
-            return ActivePage(self.active(scope, now=now, limit=limit), int(total))
+    def _live_total(self, conn: sqlite3.Connection, scope: str, now: datetime) -> int:
+        """The count kept by the m007 triggers, less those expired (read from an index
+        that holds only memories with an expiry), so no read grows with the scope."""
+        (total,) = conn.execute(
+            "SELECT coalesce((SELECT active FROM memory_counts WHERE scope = :scope), 0)"
+            " - (SELECT count(*) FROM memories WHERE scope = :scope AND status = 'active'"
+            " AND expires_at IS NOT NULL AND expires_at <= :now)",
+            {"scope": scope, "now": iso(now)},
+        ).fetchone()
+        return int(total)
 
     def live_count(self, scope: str, *, now: datetime) -> int:
         """Unexpired active memories of a scope, counted row by row (what the kept count
@@ -129,12 +104,13 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         ).fetchone()
         return int(total)
 
-    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
-        """Active memories of this scope matching any word of `query`, best first."""
+    def _ranked(
+        self, conn: sqlite3.Connection, scope: str, query: str, now: datetime, limit: int
+    ) -> list[Memory]:
         expression = match_expression(query)
         if expression is None:
             return []
-        rows = self._db.conn.execute(
+        rows = conn.execute(
             "SELECT memories.* FROM memory_fts JOIN memories ON memories.id = memory_fts.rowid"
             " WHERE memory_fts MATCH :match AND memories.scope = :scope"
             " AND memories.status = 'active'"
@@ -145,16 +121,12 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
                 "match": f'scope_tag: "{_scope_tag(scope)}" AND ({expression})',
                 "scope": scope,
                 "now": iso(now),
-                "limit": max(1, min(limit, 100)),
+                "limit": limit,
             },
         )
         return [_memory(row) for row in rows]
 
-    def history(self, scope: str, memory_id: int) -> list[AuditEntry]:
-        """The audit trail of a memory's whole chain of versions, oldest first."""
-        conn = self._db.conn
-        if not self._exists(conn, memory_id, scope):
-            raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
+    def _trail(self, conn: sqlite3.Connection, memory_id: int) -> list[AuditEntry]:
         rows = conn.execute(
             "WITH RECURSIVE later(id) AS (SELECT :id UNION SELECT m.superseded_by FROM memories m"
             " JOIN later ON m.id = later.id WHERE m.superseded_by IS NOT NULL),"
@@ -165,26 +137,35 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         )
         return [_audit_entry(row) for row in rows]
 
-    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]:
-        """The scope's latest audit entries, newest first (what /memory reports)."""
-        rows = self._db.conn.execute(
-            "SELECT * FROM memory_audit WHERE scope = ? ORDER BY id DESC LIMIT ?",
-            (scope, max(1, limit)),
+    def _recent(self, conn: sqlite3.Connection, scope: str, limit: int) -> list[AuditEntry]:
+        rows = conn.execute(
+            "SELECT * FROM memory_audit WHERE scope = ? ORDER BY id DESC LIMIT ?", (scope, limit)
         )
         return [_audit_entry(row) for row in rows]
 
-    def export(self, scope: str) -> list[str]:
-        """Every active memory of the scope (expired included) as JSON Lines, by id."""
-        rows = self._db.conn.execute(
+    def _every_active(self, conn: sqlite3.Connection, scope: str) -> list[Memory]:
+        rows = conn.execute(
             "SELECT * FROM memories WHERE scope = ? AND status = 'active' ORDER BY id", (scope,)
         )
-        return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
+        return [_memory(row) for row in rows]
 
-    def scopes(self) -> list[str]:
-        rows = self._db.conn.execute(
+    def _scopes(self, conn: sqlite3.Connection) -> list[str]:
+        rows = conn.execute(
             "SELECT DISTINCT scope FROM memories WHERE status = 'active' ORDER BY scope"
         )
         return [str(row[0]) for row in rows]
+
+    def _texts(
+        self, conn: sqlite3.Connection
+    ) -> tuple[list[tuple[int, str, Sequence[str]]], list[tuple[int, dict[str, Any]]]]:
+        memories = conn.execute(
+            "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+        )
+        audits = conn.execute("SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL")
+        return (
+            [(int(row[0]), str(row[1]), json.loads(row[2])) for row in memories],
+            [(int(row[0]), json.loads(row[1])) for row in audits],
+        )
 
     # -- the SQL of the write flow ------------------------------------------------------
 
@@ -297,24 +278,12 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
             ),
         )
 
-    def _exists(self, conn: sqlite3.Connection, memory_id: int, scope: str | None = None) -> bool:
-        """Whether the id is taken (in `scope`, if given), whatever the memory's state."""
-        if not valid_id(memory_id):
-            return False
-        row = conn.execute(
-            "SELECT 1 FROM memories WHERE id = ? AND scope = coalesce(?, scope)", (memory_id, scope)
-        ).fetchone()
-        return row is not None
-
     def _duplicate(self, conn: sqlite3.Connection, scope: str, content: str) -> Memory | None:
         row = conn.execute(
             "SELECT * FROM memories WHERE scope = ? AND content_key = ? AND status = 'active'",
             (scope, content_key(content)),
         ).fetchone()
         return None if row is None else _memory(row)
-
-    def _row(self, conn: sqlite3.Connection, memory_id: int) -> Memory:
-        return _memory(conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone())
 
 
 def _scope_tag(scope: str) -> str:

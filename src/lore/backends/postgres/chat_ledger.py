@@ -1,136 +1,122 @@
 """The chat ledger on PostgreSQL: the only SQL for received updates and sent message ids,
 each public write one transaction. Any number of workers claim at once: `FOR UPDATE SKIP
-LOCKED` hands each its own updates."""
+LOCKED` hands each its own updates. The rules are `lore.backends.chat_ledger_flow`
+(shared with SQLite)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from lore.backends.postgres.database import PostgresDatabase
-from lore.ports.chat_ledger import Received, redact_payload
+from lore.backends.chat_ledger_flow import ChatLedgerFlow, Claimed
+from lore.backends.postgres.database import Connection, PostgresDatabase
 
 __all__ = ["PostgresChatLedger"]
 
 
-class PostgresChatLedger:
-    redacted_noun = "chat message not yet answered"  # forget everywhere's word for one
-
+class PostgresChatLedger(ChatLedgerFlow[Connection]):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
 
-    def receive(
+    def _writing(self) -> AbstractContextManager[Connection]:
+        return self.db.atomic()
+
+    def _reading(self) -> AbstractContextManager[Connection]:
+        return self.db.connection()
+
+    def _record(
         self,
+        conn: Connection,
         channel: str,
         key: str,
         payload: dict[str, Any],
-        *,
-        owner: str,
         now: datetime,
-        seconds: float,
+        owner: str,
+        until: datetime,
     ) -> bool:
-        with self.db.atomic() as conn:
-            cursor = conn.execute(
-                "INSERT INTO chat_received (channel, key, payload, received_at, lease_owner,"
-                " lease_until) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (channel, key, Jsonb(payload), now, owner, now + timedelta(seconds=seconds)),
-            )
-            return cursor.rowcount == 1
+        cursor = conn.execute(
+            "INSERT INTO chat_received (channel, key, payload, received_at, lease_owner,"
+            " lease_until) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (channel, key, Jsonb(payload), now, owner, until),
+        )
+        return cursor.rowcount == 1
 
-    def renew(self, channel: str, *, owner: str, now: datetime, seconds: float) -> int:
-        with self.db.atomic() as conn:
-            cursor = conn.execute(
-                "UPDATE chat_received SET lease_until = %s"
-                " WHERE channel = %s AND NOT handled AND lease_owner = %s",
-                (now + timedelta(seconds=seconds), channel, owner),
-            )
-            return cursor.rowcount
+    def _extend(self, conn: Connection, channel: str, owner: str, until: datetime) -> int:
+        cursor = conn.execute(
+            "UPDATE chat_received SET lease_until = %s"
+            " WHERE channel = %s AND NOT handled AND lease_owner = %s",
+            (until, channel, owner),
+        )
+        return cursor.rowcount
 
-    def claim(
-        self, channel: str, *, owner: str, now: datetime, seconds: float, limit: int = 100
-    ) -> list[Received]:
-        with self.db.atomic() as conn:
-            rows = conn.execute(
-                "UPDATE chat_received SET lease_owner = %(owner)s, lease_until = %(until)s"
-                " WHERE id IN (SELECT id FROM chat_received WHERE channel = %(channel)s"
-                "  AND NOT handled AND (lease_until IS NULL OR lease_until < %(now)s)"
-                "  ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
-                " RETURNING id, key, payload, received_at",
-                {
-                    "owner": owner,
-                    "until": now + timedelta(seconds=seconds),
-                    "channel": channel,
-                    "now": now,
-                    "limit": limit,
-                },
-            ).fetchall()
-        rows.sort(key=lambda row: int(row["id"]))
+    def _claim(
+        self, conn: Connection, channel: str, owner: str, now: datetime, until: datetime, limit: int
+    ) -> list[Claimed]:
+        rows = conn.execute(
+            "UPDATE chat_received SET lease_owner = %(owner)s, lease_until = %(until)s"
+            " WHERE id IN (SELECT id FROM chat_received WHERE channel = %(channel)s"
+            "  AND NOT handled AND (lease_until IS NULL OR lease_until < %(now)s)"
+            "  ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+            " RETURNING id, key, payload, received_at",
+            {"owner": owner, "until": until, "channel": channel, "now": now, "limit": limit},
+        ).fetchall()
         return [
-            Received(channel, str(row["key"]), dict(row["payload"] or {}), row["received_at"])
+            (int(row["id"]), str(row["key"]), dict(row["payload"] or {}), row["received_at"])
             for row in rows
         ]
 
-    def end_leases(self, channel: str, owners: Sequence[str]) -> int:
-        if not owners:
-            return 0
-        with self.db.atomic() as conn:
-            cursor = conn.execute(
-                "UPDATE chat_received SET lease_until = NULL"
-                " WHERE channel = %s AND NOT handled AND lease_owner = ANY(%s)",
-                (channel, list(owners)),
-            )
-            return cursor.rowcount
+    def _free_owners(self, conn: Connection, channel: str, owners: Sequence[str]) -> int:
+        cursor = conn.execute(
+            "UPDATE chat_received SET lease_until = NULL"
+            " WHERE channel = %s AND NOT handled AND lease_owner = ANY(%s)",
+            (channel, list(owners)),
+        )
+        return cursor.rowcount
 
-    def redact_text(
-        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
-    ) -> int:
-        changed = []
-        for row in self.db.fetch_all(
+    def _unhandled(self, conn: Connection) -> list[tuple[int, dict[str, Any]]]:
+        rows = conn.execute(
             "SELECT id, payload FROM chat_received WHERE NOT handled AND payload IS NOT NULL"
-        ):
-            payload = redact_payload(dict(row["payload"]), match, redact)
-            if payload is not None:
-                changed.append((Jsonb(payload), row["id"]))
-        if changed and not dry_run:
-            with self.db.atomic() as conn, conn.cursor() as cursor:
-                cursor.executemany(
-                    "UPDATE chat_received SET payload = %s WHERE id = %s AND NOT handled",
-                    changed,
-                )
-        return len(changed)
+        )
+        return [(int(row["id"]), dict(row["payload"])) for row in rows]
 
-    def handled(self, channel: str, key: str) -> None:
-        with self.db.atomic() as conn:
-            conn.execute(
-                "UPDATE chat_received SET handled = true, payload = NULL, lease_owner = NULL,"
-                " lease_until = NULL WHERE channel = %s AND key = %s",
-                (channel, key),
+    def _rewrite(self, conn: Connection, changed: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE chat_received SET payload = %s WHERE id = %s AND NOT handled",
+                [(Jsonb(payload), update_id) for update_id, payload in changed],
             )
 
-    def note_sent(self, channel: str, message_ids: Sequence[str], *, now: datetime) -> None:
-        if not message_ids:
-            return
-        with self.db.atomic() as conn, conn.cursor() as cursor:
+    def _mark_handled(self, conn: Connection, channel: str, key: str) -> None:
+        conn.execute(
+            "UPDATE chat_received SET handled = true, payload = NULL, lease_owner = NULL,"
+            " lease_until = NULL WHERE channel = %s AND key = %s",
+            (channel, key),
+        )
+
+    def _note_sent(
+        self, conn: Connection, channel: str, message_ids: Sequence[str], at: datetime
+    ) -> None:
+        with conn.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO chat_sent (channel, message_id, sent_at) VALUES (%s, %s, %s)"
                 " ON CONFLICT (channel, message_id) DO UPDATE SET sent_at = EXCLUDED.sent_at",
-                [(channel, message_id, now) for message_id in message_ids],
+                [(channel, message_id, at) for message_id in message_ids],
             )
 
-    def was_sent(self, channel: str, message_id: str) -> bool:
-        row = self.db.fetch_one(
+    def _was_sent(self, conn: Connection, channel: str, message_id: str) -> bool:
+        row = conn.execute(
             "SELECT 1 AS found FROM chat_sent WHERE channel = %s AND message_id = %s",
             (channel, message_id),
-        )
+        ).fetchone()
         return row is not None
 
-    def prune(self, *, before: datetime) -> int:
-        with self.db.atomic() as conn:
-            received = conn.execute(
-                "DELETE FROM chat_received WHERE handled AND received_at < %s", (before,)
-            ).rowcount
-            sent = conn.execute("DELETE FROM chat_sent WHERE sent_at < %s", (before,)).rowcount
+    def _prune(self, conn: Connection, before: datetime) -> int:
+        received = conn.execute(
+            "DELETE FROM chat_received WHERE handled AND received_at < %s", (before,)
+        ).rowcount
+        sent = conn.execute("DELETE FROM chat_sent WHERE sent_at < %s", (before,)).rowcount
         return received + sent

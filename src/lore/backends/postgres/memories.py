@@ -10,9 +10,8 @@ once end with one memory, as one SQLite writer would. The write flow is
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -22,17 +21,13 @@ from psycopg.types.json import Jsonb
 from lore.backends.memory_writes import MemoryWrites
 from lore.backends.postgres.bm25 import COMMON_ROWS, Bm25Ranking, ColumnWeights
 from lore.backends.postgres.database import Connection, PostgresDatabase
-from lore.errors import NotFoundError
 from lore.ports.memories import (
-    ActivePage,
     AuditEntry,
     Draft,
     Memory,
     Source,
     clean_author,
     content_key,
-    iso,
-    valid_id,
 )
 from lore.text import index_terms
 
@@ -72,27 +67,7 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
         (common words pruned, see `bm25`)."""
         return self._ranking.pruned
 
-    # -- writing: remember, supersede, forget, erase and import are MemoryWrites' -------
-
-    def matching(self, match: Callable[[str], bool]) -> tuple[list[int], list[int]]:
-        """Memories (of any scope, in any state but forgotten) whose text `match`es, and the
-        audit rows whose detail does: every copy the tables hold of a text."""
-        with self._db.connection() as conn:
-            memories = [
-                int(row["id"])
-                for row in conn.execute(
-                    "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
-                )
-                if match(row["content"]) or match(_text(row["keywords"]))
-            ]
-            audits = [
-                int(row["id"])
-                for row in conn.execute(
-                    "SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL"
-                )
-                if match(_text(row["detail"]))
-            ]
-        return memories, audits
+    # -- the reads are MemoryReads', the writes MemoryWrites' (SQL below) --------------
 
     def compact(self) -> bool:
         """Rewrite the tables so no old row version keeps an erased text."""
@@ -104,93 +79,97 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
         with self._db.atomic():
             yield
 
-    # -- reading ------------------------------------------------------------------------
+    # -- the SQL of the read flow -------------------------------------------------------
 
-    def get(self, scope: str, memory_id: int) -> Memory:
-        """A memory of this scope, in any state but forgotten."""
-        row = None
-        if valid_id(memory_id):
-            row = self._db.fetch_one(
-                "SELECT * FROM memories WHERE id = %s AND scope = %s AND status != 'forgotten'",
-                (memory_id, scope),
-            )
-        if row is None:
-            raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
-        return _memory(row)
+    def _reading(self) -> AbstractContextManager[Connection]:
+        return self._db.connection()
 
-    def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
-        """Unexpired active memories in block order: profile first, then most recently updated."""
-        iso(now)
-        rows = self._db.fetch_all(
+    @contextmanager
+    def _snapshot(self) -> Iterator[Connection]:
+        with self._db.atomic() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    def _find(self, conn: Connection, memory_id: int) -> Memory | None:
+        row = conn.execute("SELECT * FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        return None if row is None else _memory(row)
+
+    def _active(
+        self, conn: Connection, scope: str, now: datetime, limit: int | None
+    ) -> list[Memory]:
+        rows = conn.execute(
             f"SELECT * FROM memories WHERE scope = %(scope)s AND {_LIVE}"
             f" ORDER BY {_BLOCK_ORDER} LIMIT %(limit)s",
             {"scope": scope, "now": now, "limit": limit},
         )
         return [_memory(row) for row in rows]
 
-    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
-        with self._db.atomic() as conn:  # one snapshot for both reads
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            row = conn.execute(
-                f"SELECT count(*) AS n FROM memories WHERE scope = %(scope)s AND {_LIVE}",
-                {"scope": scope, "now": now},
-            ).fetchone()
-            total = 0 if row is None else int(row["n"])
-            return ActivePage(self.active(scope, now=now, limit=limit), total)
+    def _live_total(self, conn: Connection, scope: str, now: datetime) -> int:
+        row = conn.execute(
+            f"SELECT count(*) AS n FROM memories WHERE scope = %(scope)s AND {_LIVE}",
+            {"scope": scope, "now": now},
+        ).fetchone()
+        return 0 if row is None else int(row["n"])
 
-    def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
-        """Active memories of this scope matching any word of `query`, best BM25 first
-        (ranked as the SQLite store ranks them, see `bm25`), then the latest updated."""
-        iso(now)
-        with self._db.connection() as conn:
-            ids = self._ranking.best(
-                conn,
-                query,
-                where=f"scope = %(scope)s AND {_LIVE}",
-                arguments={"scope": scope, "now": now},
-                limit=max(1, min(limit, 100)),
-            )
-            if not ids:
-                return []
-            rows = conn.execute("SELECT * FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
+    def _ranked(
+        self, conn: Connection, scope: str, query: str, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Best BM25 first (ranked as the SQLite store ranks them, see `bm25`), then the
+        latest updated."""
+        ids = self._ranking.best(
+            conn,
+            query,
+            where=f"scope = %(scope)s AND {_LIVE}",
+            arguments={"scope": scope, "now": now},
+            limit=limit,
+        )
+        if not ids:
+            return []
+        rows = conn.execute("SELECT * FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
         found = {int(row["id"]): _memory(row) for row in rows}
         return [found[i] for i in ids if i in found]
 
-    def history(self, scope: str, memory_id: int) -> list[AuditEntry]:
-        """The audit trail of a memory's whole chain of versions, oldest first."""
-        with self._db.connection() as conn:
-            if not self._exists(conn, memory_id, scope):
-                raise NotFoundError(f"there is no memory #{memory_id} in this conversation")
-            rows = conn.execute(
-                "WITH RECURSIVE later(id) AS (SELECT %(id)s::bigint UNION SELECT m.superseded_by"
-                " FROM memories m JOIN later ON m.id = later.id WHERE m.superseded_by IS NOT NULL),"
-                " chain(id) AS (SELECT id FROM later UNION SELECT m.id FROM memories m"
-                " JOIN chain ON m.superseded_by = chain.id)"
-                " SELECT * FROM memory_audit WHERE memory_id IN (SELECT id FROM chain) ORDER BY id",
-                {"id": memory_id},
-            ).fetchall()
-        return [_audit_entry(row) for row in rows]
-
-    def recent_changes(self, scope: str, *, limit: int = 5) -> list[AuditEntry]:
-        """The scope's latest audit entries, newest first (what /memory reports)."""
-        rows = self._db.fetch_all(
-            "SELECT * FROM memory_audit WHERE scope = %s ORDER BY id DESC LIMIT %s",
-            (scope, max(1, limit)),
+    def _trail(self, conn: Connection, memory_id: int) -> list[AuditEntry]:
+        rows = conn.execute(
+            "WITH RECURSIVE later(id) AS (SELECT %(id)s::bigint UNION SELECT m.superseded_by"
+            " FROM memories m JOIN later ON m.id = later.id WHERE m.superseded_by IS NOT NULL),"
+            " chain(id) AS (SELECT id FROM later UNION SELECT m.id FROM memories m"
+            " JOIN chain ON m.superseded_by = chain.id)"
+            " SELECT * FROM memory_audit WHERE memory_id IN (SELECT id FROM chain) ORDER BY id",
+            {"id": memory_id},
         )
         return [_audit_entry(row) for row in rows]
 
-    def export(self, scope: str) -> list[str]:
-        """Every active memory of the scope (expired included) as JSON Lines, by id."""
-        rows = self._db.fetch_all(
+    def _recent(self, conn: Connection, scope: str, limit: int) -> list[AuditEntry]:
+        rows = conn.execute(
+            "SELECT * FROM memory_audit WHERE scope = %s ORDER BY id DESC LIMIT %s",
+            (scope, limit),
+        )
+        return [_audit_entry(row) for row in rows]
+
+    def _every_active(self, conn: Connection, scope: str) -> list[Memory]:
+        rows = conn.execute(
             "SELECT * FROM memories WHERE scope = %s AND status = 'active' ORDER BY id", (scope,)
         )
-        return [json.dumps(_memory(row).to_record(), ensure_ascii=False) for row in rows]
+        return [_memory(row) for row in rows]
 
-    def scopes(self) -> list[str]:
-        rows = self._db.fetch_all(
+    def _scopes(self, conn: Connection) -> list[str]:
+        rows = conn.execute(
             "SELECT DISTINCT scope FROM memories WHERE status = 'active' ORDER BY scope"
         )
         return [str(row["scope"]) for row in rows]
+
+    def _texts(
+        self, conn: Connection
+    ) -> tuple[list[tuple[int, str, Sequence[str]]], list[tuple[int, dict[str, Any]]]]:
+        memories = conn.execute(
+            "SELECT id, content, keywords FROM memories WHERE status != 'forgotten'"
+        )
+        audits = conn.execute("SELECT id, detail FROM memory_audit WHERE detail IS NOT NULL")
+        return (
+            [(int(row["id"]), str(row["content"]), row["keywords"]) for row in memories],
+            [(int(row["id"]), row["detail"]) for row in audits],
+        )
 
     # -- the SQL of the write flow ------------------------------------------------------
 
@@ -305,32 +284,12 @@ class PostgresMemoryStore(MemoryWrites[Connection]):
             (memory_id, scope, action, clean_author(actor), via, now, Jsonb(detail)),
         )
 
-    def _exists(self, conn: Connection, memory_id: int, scope: str | None = None) -> bool:
-        """Whether the id is taken (in `scope`, if given), whatever the memory's state."""
-        if not valid_id(memory_id):
-            return False
-        row = conn.execute(
-            "SELECT 1 FROM memories WHERE id = %s AND scope = coalesce(%s, scope)",
-            (memory_id, scope),
-        ).fetchone()
-        return row is not None
-
     def _duplicate(self, conn: Connection, scope: str, content: str) -> Memory | None:
         row = conn.execute(
             "SELECT * FROM memories WHERE scope = %s AND content_key = %s AND status = 'active'",
             (scope, content_key(content)),
         ).fetchone()
         return None if row is None else _memory(row)
-
-    def _row(self, conn: Connection, memory_id: int) -> Memory:
-        row = conn.execute("SELECT * FROM memories WHERE id = %s", (memory_id,)).fetchone()
-        assert row is not None
-        return _memory(row)
-
-
-def _text(value: Any) -> str:
-    """A jsonb value as the JSON text the SQLite store matches against."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _audit_entry(row: DictRow) -> AuditEntry:

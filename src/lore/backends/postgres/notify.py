@@ -3,7 +3,9 @@
 `notify(conn)` is sent inside the transaction that adds the reminder (PostgreSQL delivers
 it when that commits). A `Listener` holds a connection of its own in a thread and calls
 `answer` for each notification; when the connection breaks it connects again, and calls
-`answer` once it is back, for whatever was added while it could not hear.
+`answer` once it is back, for whatever was added while it could not hear. A store's
+notifications carry its tag, and its own listener skips them: the store has told its
+listeners already, when the add committed.
 """
 
 from __future__ import annotations
@@ -24,14 +26,16 @@ CHANNEL = "lore_reminders"
 _RETRY_SECONDS = 2.0
 
 
-def notify(conn: Connection) -> None:
-    conn.execute(f"NOTIFY {CHANNEL}")
+def notify(conn: Connection, tag: str = "") -> None:
+    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, tag))
 
 
 class Listener:
-    def __init__(self, url: str, answer: Callable[[], None]) -> None:
+    def __init__(self, url: str, answer: Callable[[], None], *, skip: str = "") -> None:
+        """`skip`: the tag of notifications not to answer (the listening store's own)."""
         self._url = url
         self._answer = answer
+        self._skip = skip
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reminders-listen", daemon=True)
 
@@ -47,8 +51,9 @@ class Listener:
                     if missed:
                         self._call()  # what was added while we could not hear
                     while not self._stop.is_set():
-                        for _ in conn.notifies(timeout=1.0):
-                            self._call()
+                        for heard in conn.notifies(timeout=1.0):
+                            if not self._skip or heard.payload != self._skip:
+                                self._call()
             except psycopg.Error as exc:
                 log.info("not hearing about new reminders (%s); trying again", exc)
                 missed = True
