@@ -83,12 +83,14 @@ def test_the_wheel_installs_as_a_tool_with_pipx_and_uv(
     home.mkdir()
     tools = tmp_path / "tools"
     bin_dir = tmp_path / "bin"
+    # uv reads the system's certificates (UV_NATIVE_TLS), as pip does, for a proxy's CA.
     install = {
-        "pipx": f"PIPX_HOME={tmp_path}/pipx PIPX_BIN_DIR={bin_dir} {tools}/bin/pipx install {wheel}",
-        "uv": f"UV_TOOL_DIR={tmp_path}/uv UV_TOOL_BIN_DIR={bin_dir} {tools}/bin/uv tool install {wheel}",
+        "pipx": f"PIPX_HOME={tmp_path}/pipx PIPX_BIN_DIR={bin_dir} {tools}/bin/pipx install",
+        "uv": f"UV_NATIVE_TLS=1 UV_TOOL_DIR={tmp_path}/uv UV_TOOL_BIN_DIR={bin_dir} "
+        f"{tools}/bin/uv tool install",
     }[tool]
     script = (
-        f"python3 -m venv {tools} && {tools}/bin/pip install --quiet {tool} && {install} "
+        f"python3 -m venv {tools} && {tools}/bin/pip install --quiet {tool} && {install} {wheel} "
         f"&& cd {home} && {bin_dir}/lore --version"
     )
     done = subprocess.run(
