@@ -81,6 +81,17 @@ def test_items_lists_a_scopes_items_newest_first_by_status(outbox: Outbox) -> No
     assert [i.id for i in outbox.items(HOME, status="pending")] == [second.id]
 
 
+def test_pending_counts_what_is_still_to_deliver_in_every_scope(outbox: Outbox) -> None:
+    assert outbox.pending() == 0
+    first, _ = put(outbox, "a"), put(outbox, "b")
+    put(outbox, "c", scope=GROUP)
+    assert outbox.pending() == 3
+    outbox.lease(owner="a", now=NOW, scopes=[HOME], limit=1)
+    assert outbox.pending() == 3  # leased is still to deliver
+    outbox.done(first.id, owner="a", now=NOW)
+    assert outbox.pending() == 2
+
+
 def test_a_leased_item_is_not_leased_again_while_the_lease_runs(outbox: Outbox) -> None:
     stored = put(outbox, "k")
     assert [i.id for i in outbox.lease(owner="a", now=NOW, seconds=60)] == [stored.id]

@@ -122,6 +122,11 @@ class OutboxFlow(ABC, Generic[Conn]):
         with self._reading() as conn:
             return self._items(conn, scope, status, limit)
 
+    def pending(self) -> int:
+        """How many items are still to deliver, in every scope."""
+        with self._reading() as conn:
+            return self._pending(conn)
+
     # -- the SQL each store gives -----------------------------------------------------------
 
     @abstractmethod
@@ -189,6 +194,10 @@ class OutboxFlow(ABC, Generic[Conn]):
     @abstractmethod
     def _items(self, conn: Conn, scope: str, status: str | None, limit: int) -> list[OutboxItem]:
         """The scope's items (of `status`, if given), newest first."""
+
+    @abstractmethod
+    def _pending(self, conn: Conn) -> int:
+        """How many items are pending."""
 
     @abstractmethod
     def _texts(self, conn: Conn) -> list[tuple[int, Any, str | None]]:

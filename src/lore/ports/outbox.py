@@ -230,6 +230,10 @@ class Outbox(Protocol):
     def next_ready(self, scope: str | None = None) -> datetime | None:
         """When the soonest pending item (of one scope) becomes ready (leases included)."""
 
+    def pending(self) -> int:
+        """How many items are still to deliver, in every scope (`/metrics`)."""
+        ...
+
     def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
         """A scope's items, newest first (what `lore remind list` shows of deliveries)."""
 

@@ -147,6 +147,9 @@ class FakeOutbox(OutboxFlow[_Table]):
         ]
         return found[:limit]
 
+    def _pending(self, conn: _Table) -> int:
+        return sum(1 for slot in conn.slots.values() if slot.item.status == "pending")
+
     def _texts(self, conn: _Table) -> list[tuple[int, Any, str | None]]:
         return [
             (i, payload_to_json(s.item.payload), s.item.last_error) for i, s in conn.slots.items()

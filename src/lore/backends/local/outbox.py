@@ -140,6 +140,10 @@ class LocalOutbox(OutboxFlow[sqlite3.Connection]):
         )
         return [_item(row) for row in rows]
 
+    def _pending(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT count(*) FROM outbox WHERE status = 'pending'").fetchone()
+        return int(row[0])
+
     def _texts(self, conn: sqlite3.Connection) -> list[tuple[int, Any, str | None]]:
         rows = conn.execute("SELECT id, payload, last_error FROM outbox")
         return [(int(row[0]), _loaded(row[1]), row[2]) for row in rows]

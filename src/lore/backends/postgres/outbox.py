@@ -143,6 +143,10 @@ class PostgresOutbox(OutboxFlow[Connection]):
         )
         return [_item(row) for row in rows]
 
+    def _pending(self, conn: Connection) -> int:
+        row = conn.execute("SELECT count(*) AS n FROM outbox WHERE status = 'pending'").fetchone()
+        return 0 if row is None else int(row["n"])
+
     def _texts(self, conn: Connection) -> list[tuple[int, dict[str, Any], str | None]]:
         rows = conn.execute("SELECT id, payload, last_error FROM outbox")
         return [(int(row["id"]), row["payload"], row["last_error"]) for row in rows]

@@ -1,5 +1,6 @@
 """`GET /metrics`: the process's figures (lore.metrics) in Prometheus' text format, with
-two read at scrape time: the embedding backlog and the turns still running. The owner's
+three read at scrape time: the embedding backlog, the outbox's depth and the replies
+still running. The owner's
 token only: the figures name tools and channels (Prometheus sends it with
 `authorization: {credentials_file: …}`)."""
 
@@ -35,21 +36,22 @@ async def metrics(request: Request, client: Annotated[Client, Depends(caller)]) 
     if not client.is_owner:
         raise Forbidden("the figures are the owner's: use the owner's token")
     state = gateway(request)
-    backlog = await asyncio.to_thread(_backlog, state.lore)
+    backlog, pending = await asyncio.to_thread(_read_now, state.lore)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(backlog, len(state.running)))
+    registry.register(_Collector(backlog, pending, len(state.running)))
     body = await asyncio.to_thread(generate_latest, registry)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
-def _backlog(lore: Runtime) -> int:
-    """Search entries still waiting for a vector."""
-    return lore.search_index.pending_vectors()
+def _read_now(lore: Runtime) -> tuple[int, int]:
+    """Search entries still waiting for a vector; outbox items still to deliver."""
+    return lore.search_index.pending_vectors(), lore.outbox.pending()
 
 
 class _Collector:
-    def __init__(self, backlog: int, running: int) -> None:
+    def __init__(self, backlog: int, pending: int, running: int) -> None:
         self.backlog = backlog
+        self.pending = pending
         self.running = running
 
     def collect(self) -> Iterator[Metric]:
@@ -84,6 +86,9 @@ class _Collector:
                 yield histogram
         yield GaugeMetricFamily(
             "lore_embedding_backlog", "Search entries still waiting for a vector.", self.backlog
+        )
+        yield GaugeMetricFamily(
+            "lore_outbox_pending", "Reminder occurrences still to deliver.", self.pending
         )
         yield GaugeMetricFamily(
             "lore_replies_running", "Replies still running after their client left.", self.running
