@@ -30,7 +30,7 @@ def item(key: str, scope: str = HOME, text: str = "喝水 / выпей воды"
         channel="cli",
         kind="reminder",
         payload=ReminderPayload(7, text, "john", NOW, timezone="Asia/Taipei"),
-        status="ignored",
+        status="failed",  # put ignores it
         attempts=99,
         created_at=NOW - timedelta(days=9),
     )

@@ -18,7 +18,14 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
 from lore.backends.stored_time import whole_second
-from lore.ports.outbox import MAX_ATTEMPTS, OutboxItem, Payload, map_strings, payload_to_json
+from lore.ports.outbox import (
+    MAX_ATTEMPTS,
+    OutboxItem,
+    OutboxStatus,
+    Payload,
+    map_strings,
+    payload_to_json,
+)
 
 __all__ = ["NewItem", "OutboxFlow", "Row", "stored_item", "stored_payload"]
 
@@ -117,7 +124,9 @@ class OutboxFlow(ABC, Generic[Conn]):
         with self._reading() as conn:
             return self._next_ready(conn, scope)
 
-    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+    def items(
+        self, scope: str, *, status: OutboxStatus | None = None, limit: int = 100
+    ) -> list[OutboxItem]:
         """A scope's items, newest first."""
         with self._reading() as conn:
             return self._items(conn, scope, status, limit)
@@ -192,7 +201,9 @@ class OutboxFlow(ABC, Generic[Conn]):
         """The soonest moment a pending item (of `scope`) is available and unleased."""
 
     @abstractmethod
-    def _items(self, conn: Conn, scope: str, status: str | None, limit: int) -> list[OutboxItem]:
+    def _items(
+        self, conn: Conn, scope: str, status: OutboxStatus | None, limit: int
+    ) -> list[OutboxItem]:
         """The scope's items (of `status`, if given), newest first."""
 
     @abstractmethod

@@ -18,11 +18,12 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from lore.errors import DamagedRecordError
 
 __all__ = [
+    "OutboxStatus",
     "MAX_ATTEMPTS",
     "Outbox",
     "OutboxItem",
@@ -104,6 +105,9 @@ class UnreadablePayload:
 
 Payload = ReminderPayload | UnreadablePayload
 
+# An item waits (pending, leased or not), was delivered, or failed for good.
+OutboxStatus = Literal["pending", "delivered", "failed"]
+
 
 def payload_from_json(data: object, *, raw: str | None = None) -> Payload:
     """A stored payload, from the JSON value a store read (PostgreSQL's jsonb)."""
@@ -170,7 +174,7 @@ class OutboxItem:
     channel: str  # the channel the item came from ('' when unknown)
     kind: str  # 'reminder'
     payload: Payload
-    status: str  # pending | delivered | failed
+    status: OutboxStatus
     attempts: int
     created_at: datetime
     last_error: str = ""
@@ -234,7 +238,9 @@ class Outbox(Protocol):
         """How many items are still to deliver, in every scope (`/metrics`)."""
         ...
 
-    def items(self, scope: str, *, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+    def items(
+        self, scope: str, *, status: OutboxStatus | None = None, limit: int = 100
+    ) -> list[OutboxItem]:
         """A scope's items, newest first (what `lore remind list` shows of deliveries)."""
 
 

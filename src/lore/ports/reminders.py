@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lore.errors import InvalidInputError
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from lore.ports.outbox import Outbox
 
 __all__ = [
+    "ReminderStatus",
     "LATE_AFTER",
     "MAX_TEXT",
     "DueReminder",
@@ -39,6 +40,10 @@ MAX_TEXT = 1000
 LATE_AFTER = timedelta(seconds=90)  # delivered later than this past due says "(late)"
 
 
+# A reminder waits for its time, was delivered (a one-shot), or was cancelled.
+ReminderStatus = Literal["pending", "delivered", "cancelled"]
+
+
 @dataclass(frozen=True)
 class Reminder:
     id: int
@@ -49,7 +54,7 @@ class Reminder:
     timezone: str  # IANA name; recurrence is read in this zone
     recurrence: str | None  # canonical schedule text; None for a one-shot
     anchor_at: datetime  # the first fire time; interval schedules count from it
-    status: str  # pending | delivered | cancelled
+    status: ReminderStatus
     channel: str
     session_id: str
     created_at: datetime

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from lore.backends.outbox_flow import NewItem, OutboxFlow
-from lore.ports.outbox import OutboxItem, payload_from_json, payload_to_json
+from lore.ports.outbox import OutboxItem, OutboxStatus, payload_from_json, payload_to_json
 
 __all__ = ["FakeOutbox"]
 
@@ -123,7 +123,7 @@ class FakeOutbox(OutboxFlow[_Table]):
         if slot is None or not slot.held_by(owner):
             return
         attempts = slot.item.attempts + 1
-        status = "failed" if attempts >= max_attempts else "pending"
+        status: OutboxStatus = "failed" if attempts >= max_attempts else "pending"
         slot.item = replace(slot.item, attempts=attempts, last_error=error, status=status)
         slot.available_at = ready
         slot.free()
