@@ -1,4 +1,5 @@
-"""The README's transcripts, read: every fenced block with a `$ ` command line.
+"""The transcripts of the README and the documentation's pages (`docs/`, in the site's
+order), read: every fenced block with a `$ ` command line.
 
 A block may be preceded by a marker that the replay reads:
 
@@ -16,9 +17,28 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["README", "Step", "Transcript", "read_transcripts"]
+__all__ = ["DOCS", "README", "Step", "Transcript", "docs_text", "read_transcripts"]
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _pages() -> list[Path]:
+    """The README, then each page of the site in its navigation's order (`nav:` in
+    mkdocs.yml, one `- Title: page.md` a line)."""
+    site = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = site.split("\nnav:\n", 1)[1]
+    pages = re.findall(r"^\s+- [^:]+: (\S+\.md)$", nav, re.M)
+    return [README, *(ROOT / "docs" / page for page in pages)]
+
+
+DOCS = _pages()
+
+
+def docs_text() -> str:
+    """The README and every page, as one text (for what must be said somewhere)."""
+    return "\n\n".join(page.read_text(encoding="utf-8") for page in DOCS)
+
 
 _MARKER = re.compile(r"<!--\s*transcript:\s*(.*?)\s*-->")
 _FENCE = re.compile(r"^\s*```")
@@ -35,16 +55,31 @@ class Step:
 @dataclass
 class Transcript:
     name: str
-    line: int  # where the block starts in README.md
+    line: int  # where the block starts in its file
     home: str
     setup: str = ""
     skip: str = ""
     steps: list[Step] = field(default_factory=list)
+    file: str = "README.md"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
 
 def read_transcripts(text: str | None = None) -> list[Transcript]:
-    """Every transcript block of the README, in order."""
-    lines = (README.read_text(encoding="utf-8") if text is None else text).splitlines()
+    """Every transcript block of the README and the pages, in order (of `text` alone,
+    when given)."""
+    if text is not None:
+        return _read(text, "README.md")
+    found: list[Transcript] = []
+    for page in DOCS:
+        found += _read(page.read_text(encoding="utf-8"), page.relative_to(ROOT).as_posix())
+    return found
+
+
+def _read(text: str, file: str) -> list[Transcript]:
+    lines = text.splitlines()
     found: list[Transcript] = []
     marker = ""
     index = 0
@@ -59,7 +94,7 @@ def read_transcripts(text: str | None = None) -> list[Transcript]:
                 end += 1
             body = lines[index + 1 : end]
             if any(row.startswith("$ ") for row in body):
-                found.append(_transcript(marker, index + 1, body))
+                found.append(_transcript(marker, index + 1, body, file))
             marker = ""
             index = end
         elif line.strip():
@@ -68,8 +103,9 @@ def read_transcripts(text: str | None = None) -> list[Transcript]:
     return found
 
 
-def _transcript(marker: str, line: int, body: list[str]) -> Transcript:
-    transcript = Transcript(name=f"line-{line}", line=line, home=f"line-{line}")
+def _transcript(marker: str, line: int, body: list[str], file: str) -> Transcript:
+    unnamed = f"line-{line}" if file == "README.md" else f"{Path(file).stem}-line-{line}"
+    transcript = Transcript(name=unnamed, line=line, home=unnamed, file=file)
     if marker.startswith("skip"):
         transcript.skip = marker.removeprefix("skip").strip(" ()—-:") or "no reason given"
     elif marker:
@@ -82,7 +118,7 @@ def _transcript(marker: str, line: int, body: list[str]) -> Transcript:
             elif key == "setup":
                 transcript.setup = value
             else:
-                raise ValueError(f"README.md:{line}: unknown transcript option {option!r}")
+                raise ValueError(f"{file}:{line}: unknown transcript option {option!r}")
     transcript.steps = _steps(body)
     return transcript
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
 from lore.cli import build_parser
+from tests.readme_transcripts import docs_text
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = docs_text()  # the README and the documentation's pages
 
 
 def _commands(

@@ -16,7 +16,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +30,7 @@ from lore.reminders.delivery import Delivery, session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.runtime import Runtime
 from tests.line_server import FakeLine, LineGateway, line_gateway, line_settings
+from tests.readme_transcripts import docs_text
 
 JOHN = "U10000000000000000000000000000j0h"  # the owner
 AMY = "U20000000000000000000000000000a3y"
@@ -42,7 +42,6 @@ FAMILY_SCOPE = f"line:group:{FAMILY}"
 CLIMBING_SCOPE = f"line:group:{CLIMBING}"
 AMY_SCOPE = f"line:user:{AMY}"
 CLIMBING_TOKEN = "climbing-club-token"
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 class Script:
@@ -244,7 +243,7 @@ async def test_the_family_group_remembers_corrects_and_reminds_and_no_one_else_s
         assert "Thursday" not in amy_page.text and amy_search.json()["results"] == []
 
     # What the family saw, as the README shows it.
-    readme = README.read_text(encoding="utf-8")
+    readme = docs_text()
     assert fake.transcript(FAMILY) in readme
 
     # The command line, on the same home: lists per scope.

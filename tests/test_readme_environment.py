@@ -1,4 +1,4 @@
-"""The README's list of environment variables names every one Lore reads."""
+"""The reference's list of environment variables names every one Lore reads."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import re
 from pathlib import Path
 
 from lore import config
+from tests.readme_transcripts import docs_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_readme_names_every_environment_variable_lore_reads() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = docs_text()
     (listing,) = re.findall(r"^Environment: (.*?)\n\n", readme, flags=re.S | re.M)
     named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", listing))
     # The settings' variables, where Lore's home is, and whose name the user goes by.

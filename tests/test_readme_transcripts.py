@@ -40,7 +40,7 @@ from lore.memory.session_summary import SUMMARY_PROMPT
 from tests.gateway_server import running_gateway
 from tests.openai_server import FakeOpenAI
 from tests.postgres_server import PostgresUnavailable, shared_server
-from tests.readme_transcripts import README, Step, Transcript, read_transcripts
+from tests.readme_transcripts import Step, Transcript, docs_text, read_transcripts
 from tests.test_damaged_database import _corrupt_memories_page, _fill
 from tests.test_forget_everywhere import _plant
 
@@ -124,7 +124,7 @@ class ReadmeModel:
             return ModelStep(text=json.dumps(self.extracted(), ensure_ascii=False))
         if request.system == SUMMARY_PROMPT:
             return ModelStep(text=json.dumps(SUMMARIES[self.transcript.name]))
-        assert self.replies, f"README.md:{self.transcript.line}: no reply left for the model"
+        assert self.replies, f"{self.transcript.where}: no reply left for the model"
         return ModelStep(text=self.replies.pop(0))
 
     def extracted(self) -> list[dict[str, Any]]:
@@ -458,7 +458,7 @@ def _free_port() -> int:
 def _programs() -> dict[str, str]:
     """The README's Python programs a transcript runs: each block whose first line is a
     comment naming its file (`# chat.py`), by that name."""
-    text = README.read_text(encoding="utf-8")
+    text = docs_text()
     return {
         name: source for name, source in re.findall(r"```python\n# (\w+\.py)\n(.*?)```", text, re.S)
     }
@@ -501,7 +501,7 @@ def test_the_skipped_transcripts_are_few_and_say_why(capsys: pytest.CaptureFixtu
             f"{len(skipped)} skipped"
         )
         for transcript in skipped:
-            print(f"  skipped README.md:{transcript.line}: {transcript.skip}")
+            print(f"  skipped {transcript.where}: {transcript.skip}")
     assert len(skipped) <= 4
 
 
@@ -546,7 +546,7 @@ def test_the_readme_transcript_prints_what_it_shows(
                 printed = replay.run(step)
                 if block is transcript:
                     assert matches(printed, step.expected), (
-                        f"README.md:{block.line}: $ {step.command}\nprinted:\n{printed}"
+                        f"{block.where}: $ {step.command}\nprinted:\n{printed}"
                     )
 
 

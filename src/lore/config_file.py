@@ -150,7 +150,7 @@ def write_if_missing(path: Path) -> bool:
 
 def _setting(dotted: str, name: str, default: Any) -> list[str]:
     # A setting without its line still gets written (a test insists on the line).
-    about = DESCRIPTIONS.get(dotted, "see the README's Configuration section")
+    about = DESCRIPTIONS.get(dotted, "see Configuration in docs/reference.md")
     return [f"# {about}", f"# {name} = {_toml(default)}"]
 
 
