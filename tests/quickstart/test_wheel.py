@@ -19,6 +19,18 @@ pytestmark = pytest.mark.quickstart
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _fresh_shell(script: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`script` in a login shell with nothing but HOME and the system's PATH; it must pass."""
+    done = subprocess.run(
+        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", "bash", "-lc", script],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("package")
@@ -60,13 +72,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_lore_runs_without_the_checkout
         f"{venv}/bin/python -c 'import lore, sys; print(lore.__file__)' && "
         f"LORE_HOME={home}/lore {venv}/bin/lore remind add 'water the plants' --when 'in 2 hours'"
     )
-    done = subprocess.run(
-        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", "bash", "-lc", script],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _fresh_shell(script, home)
     lines = done.stdout.splitlines()
     assert lines[0] == f"lore {__version__}"
     assert lines[1].startswith("usage: lore")
@@ -93,11 +99,5 @@ def test_the_wheel_installs_as_a_tool_with_pipx_and_uv(
         f"python3 -m venv {tools} && {tools}/bin/pip install --quiet {tool} && {install} {wheel} "
         f"&& cd {home} && {bin_dir}/lore --version"
     )
-    done = subprocess.run(
-        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", "bash", "-lc", script],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _fresh_shell(script, home)
     assert done.stdout.splitlines()[-1] == f"lore {__version__}"
