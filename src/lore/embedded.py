@@ -71,7 +71,7 @@ class AsyncMemory:
 
             flags: dict[str, Any] = {"database_url": database_url}
             if home is not None:
-                flags["home"] = Path(home).expanduser()
+                flags["home"] = Path(home).expanduser().resolve()
             config = load_config(flags=flags)
         self.scope = conversation_key(scope)
         self._lore: Runtime = build(config, provider=provider, clock=clock, embedder=embedder)
