@@ -192,3 +192,21 @@ async def test_async_memory_block_is_the_block_the_turn_injects(
 def test_a_memory_needs_one_home_or_one_config(config: Config) -> None:
     with pytest.raises(InvalidInputError, match="not both"):
         lore.Memory(home="/tmp/x", config=config)
+
+
+@pytest.mark.postgres
+def test_a_memory_over_a_database_url(home: Path, clock: FixedClock) -> None:
+    from tests.postgres_server import PostgresUnavailable, empty_lore_database
+
+    try:
+        url = empty_lore_database()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL cannot start here: {exc}")
+    with lore.Memory(home=home, database_url=url, clock=clock) as memory:
+        assert memory.runtime.postgres is not None
+        noted = memory.remember("约翰住在花莲", scope="api:alice")
+        assert memory.add("Иван живёт в Казани", scope="api:alice").memories[0].id > noted.id
+        assert [h.id for h in memory.search("花莲", scope="api:alice")] == [noted.id]
+        assert memory.forget(phrase="花莲", scope="api:alice").erased == (noted.id,)
+        assert memory.search("花莲", scope="api:alice") == []
+        assert memory.block("api:alice").shown == (noted.id + 1,)
