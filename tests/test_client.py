@@ -117,6 +117,7 @@ async def test_the_async_client_against_lore_serve(served: Gateway) -> None:
         ("family-token", lambda c: c.remember("x", author="mary"), AuthenticationError, 403),
         ("family-token", lambda c: c.forget(1, everywhere=True), AuthenticationError, 403),
         (None, lambda c: c.history(4242), NotFoundError, None),
+        (None, lambda c: c.history("../block"), InvalidInputError, None),
         (None, lambda c: c.forget(phrase="nothing like it"), NotFoundError, None),
         (None, lambda c: c.remember("x" * 501), InvalidInputError, None),
         (None, lambda c: c.search("x", when="a fortnight of Sundays"), InvalidInputError, None),

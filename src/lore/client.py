@@ -41,6 +41,7 @@ from lore.records import (
     ReminderRecord,
     SearchHit,
 )
+from lore.records import memory_id as checked_id
 
 if TYPE_CHECKING:
     from lore.memory.intake import Said
@@ -143,8 +144,8 @@ class _Calls:
     def forget(
         self, memory_id: int | None, phrase: str | None, scope: str | None, everywhere: bool
     ) -> _Call[Forgotten]:
-        if memory_id is not None and (isinstance(memory_id, bool) or memory_id <= 0):
-            raise InvalidInputError(f"{memory_id!r} is not a memory id")
+        if memory_id is not None:
+            memory_id = checked_id(memory_id)
         body = {"id": memory_id, "phrase": phrase, "everywhere": everywhere}
         return _Call("POST", "/api/memories/forget", Forgotten.from_dict, self._params(scope), body)
 
@@ -168,7 +169,7 @@ class _Calls:
     def history(self, memory_id: int, scope: str | None) -> _Call[list[HistoryEntry]]:
         return _Call(
             "GET",
-            f"/api/memories/{int(memory_id)}/history",
+            f"/api/memories/{checked_id(memory_id)}/history",
             lambda data: [HistoryEntry.from_dict(e) for e in data["history"]],
             self._params(scope),
         )

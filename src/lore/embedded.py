@@ -25,6 +25,7 @@ from lore.records import (
     ReminderRecord,
     SearchHit,
 )
+from lore.records import memory_id as checked_id
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterable
@@ -144,8 +145,8 @@ class AsyncMemory:
         their git history, the index, logs), as `lore forget --everywhere` does."""
         from lore.memory.intake import forget_named
 
-        if memory_id is not None and (isinstance(memory_id, bool) or memory_id <= 0):
-            raise InvalidInputError(f"{memory_id!r} is not a memory id")
+        if memory_id is not None:
+            memory_id = checked_id(memory_id)
         where, who = self._scope(scope), self._lore.config.user_name
         found = await asyncio.to_thread(
             forget_named,
@@ -173,24 +174,9 @@ class AsyncMemory:
         return await asyncio.to_thread(self._search, query, where, when, limit)
 
     def _search(self, query: str, scope: str, when: str | None, limit: int) -> list[SearchHit]:
-        from lore.search import searcher
-        from lore.search.timespan import time_range
+        from lore.search import search_when
 
-        lore = self._lore
-        now = lore.clock.now()
-        after, before, span = time_range(
-            when=when, after=None, before=None, now=now, zone=lore.zone
-        )
-        hits = searcher(lore).search(
-            query,
-            scope,
-            limit=limit,
-            embed_first=256,
-            now=now,
-            after=after,
-            before=before,
-            about=span,
-        )
+        hits = search_when(self._lore, query, scope, when=when, limit=limit)
         return [SearchHit.from_dict(hit.to_dict(query)) for hit in hits]
 
     async def block(self, scope: str | None = None) -> MemoryBlock:
@@ -213,7 +199,8 @@ class AsyncMemory:
 
     async def history(self, memory_id: int, *, scope: str | None = None) -> list[HistoryEntry]:
         """Every change to the memory's chain of versions, oldest first."""
-        found = await asyncio.to_thread(self._lore.memory.history, self._scope(scope), memory_id)
+        where, checked = self._scope(scope), checked_id(memory_id)
+        found = await asyncio.to_thread(self._lore.memory.history, where, checked)
         return [
             HistoryEntry(e.id, e.memory_id, e.action, e.actor, e.via, e.at, e.detail) for e in found
         ]

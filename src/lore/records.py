@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lore.errors import InvalidInputError
+
 __all__ = [
     "Added",
     "Forgotten",
@@ -17,7 +19,15 @@ __all__ = [
     "MemoryRecord",
     "ReminderRecord",
     "SearchHit",
+    "memory_id",
 ]
+
+
+def memory_id(value: object) -> int:
+    """A memory's number as a caller gave it (12), else InvalidInputError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidInputError(f"{value!r} is not a memory id (a number such as 12)")
+    return value
 
 
 def _time(value: Any) -> datetime | None:

@@ -159,23 +159,9 @@ class ScopeAccess:
     ) -> list[dict[str, Any]]:
         """The model's memory_search: memories, notes and archived sessions, hybrid;
         `when` ("last week", "上个月") keeps what was said then."""
-        from lore.search import searcher
-        from lore.search.timespan import time_range
+        from lore.search import search_when
 
-        now = self.lore.clock.now()
-        after, before, span = time_range(
-            when=when, after=None, before=None, now=now, zone=self.lore.zone
-        )
-        hits = searcher(self.lore).search(
-            query,
-            self.scope,
-            limit=limit,
-            embed_first=256,
-            now=now,
-            after=after,
-            before=before,
-            about=span,
-        )
+        hits = search_when(self.lore, query, self.scope, when=when, limit=limit)
         return [hit.to_dict(query) for hit in hits]
 
     def block(self) -> dict[str, Any]:
