@@ -12,7 +12,7 @@ import pytest
 import lore
 from lore.clock import FixedClock
 from lore.config import Config, load_config
-from lore.errors import InvalidInputError, NotFoundError
+from lore.errors import InvalidInputError, LoreError, NotFoundError, ProviderServerError
 from lore.llm.scripted import ScriptedProvider
 
 
@@ -96,6 +96,20 @@ def test_add_extracts_with_the_configured_model_and_supersedes(
     assert actions == ["add", "update"]
     [hit] = [h for h in memory.search("Москве") if h.kind == "memory"]
     assert hit.id == moved.id
+
+
+def test_add_says_when_the_model_failed_and_nothing_was_noted(
+    memory: lore.Memory, model: ScriptedProvider
+) -> None:
+    model.fail(ProviderServerError("down", status=503)).fail(
+        ProviderServerError("down", status=503)
+    )
+    with pytest.raises(ProviderServerError):
+        memory.add("Je m'appelle Jean et j'habite à Lyon")
+    model.reply("not json at all").reply("still not json")
+    with pytest.raises(LoreError):
+        memory.add("约翰住在花莲")
+    assert memory.block().shown == ()
 
 
 def test_forget_by_phrase_refuses_a_phrase_several_memories_hold(memory: lore.Memory) -> None:

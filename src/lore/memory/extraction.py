@@ -137,8 +137,11 @@ async def extract(
     turn: CompletedTurn,
     *,
     forget: Callable[[int], object] | None = None,
+    strict: bool = False,
 ) -> list[str]:
-    """Run extraction for one turn (retried once); returns the notices for the user."""
+    """Run extraction for one turn (retried once); returns the notices for the user.
+    After a turn a failure only logs (the reply was already given); `strict` raises the
+    last error instead (a program's add must know that nothing was noted)."""
     now = lore.clock.now()
     # The store's work (a search by the whole message, then the writes) runs in a worker
     # thread: a long message must not hold up the event loop, and every channel on it.
@@ -170,6 +173,8 @@ async def extract(
             last_error = exc
             log.info("extraction attempt %d for %s failed: %s", attempt + 1, turn.scope, exc)
     log.warning("extraction gave up for %s: %s", turn.scope, last_error)
+    if strict and last_error is not None:
+        raise last_error
     return []
 
 

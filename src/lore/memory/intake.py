@@ -75,7 +75,8 @@ def exchange(said: Said) -> tuple[str, str]:
 async def add_said(lore: Assembled, scope: str, said: Said, *, author: str, via: str) -> Intake:
     """Extract memories from what was said, through the after-turn extraction (its prompt,
     validation, supersession and forgetting), or keep the user's text as one memory
-    when no model can extract (none configured, or extraction turned off)."""
+    when no model can extract (none configured, or extraction turned off). A model that
+    fails twice, or answers what cannot be applied, raises its error: nothing was noted."""
     import asyncio
 
     from lore.core.feature import CompletedTurn
@@ -98,7 +99,7 @@ async def add_said(lore: Assembled, scope: str, said: Said, *, author: str, via:
     before = await asyncio.to_thread(_active_ids, lore.memory, scope, now)
     # Outside a conversation there is no session: the turn has no source message.
     turn = CompletedTurn(scope, author, via, "", -1, user_text, reply_text, [])
-    notices = await extract(lore, provider, turn, forget=forget)
+    notices = await extract(lore, provider, turn, forget=forget, strict=True)
     after = await asyncio.to_thread(_active_ids, lore.memory, scope, lore.clock.now())
     return Intake(tuple(notices), tuple(sorted(after - before)), extracted=True)
 
