@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from lore import __version__
+from lore.embedded import AsyncMemory
 from lore.errors import (
     AuthenticationError,
     InvalidInputError,
@@ -412,3 +413,10 @@ class Client:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# Each method does what Memory's does, and says so the same way.
+for _class in (Client, AsyncClient):
+    for _name in ("add", "remember", "forget", "search", "block", "history", "reminders"):
+        getattr(_class, _name).__doc__ = getattr(AsyncMemory, _name).__doc__
+del _class, _name
