@@ -205,6 +205,15 @@ async def test_async_memory_block_is_the_block_the_turn_injects(
         assert [h.id for h in hits if h.kind == "memory"] == [noted.id]
 
 
+async def test_memory_inside_async_code_says_to_use_async_memory(
+    config: Config, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    memory = lore.Memory(config=config, provider=model, clock=clock)
+    with pytest.raises(InvalidInputError, match="AsyncMemory"):
+        memory.remember("John lives in Hualien")
+    await memory.runtime.aclose()
+
+
 def test_a_memory_needs_one_home_or_one_config(config: Config) -> None:
     with pytest.raises(InvalidInputError, match="not both"):
         lore.Memory(home="/tmp/x", config=config)

@@ -274,7 +274,12 @@ class Memory:
         return self._memory.runtime
 
     def _run(self, work: Coroutine[Any, Any, _T]) -> _T:
-        return self._runner.run(work)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._runner.run(work)
+        work.close()
+        raise InvalidInputError("inside async code, use lore.AsyncMemory (lore.Memory blocks)")
 
     def add(self, said: Said, *, scope: str | None = None, author: str | None = None) -> Added:
         return self._run(self._memory.add(said, scope=scope, author=author))
