@@ -184,17 +184,9 @@ class AsyncMemory:
         return await asyncio.to_thread(self._block, self._scope(scope))
 
     def _block(self, scope: str) -> MemoryBlock:
-        from lore.memory.block import render_memory_block
+        from lore.memory.block import scope_block
 
-        lore = self._lore
-        # The arguments the turn's memory section passes (lore.memory.feature).
-        block = render_memory_block(
-            lore.memory,
-            scope,
-            budget_chars=lore.config.memory.budget_chars,
-            now=lore.clock.now(),
-            zone=lore.zone,
-        )
+        block = scope_block(self._lore, scope, now=self._lore.clock.now())
         return MemoryBlock(block.text, tuple(sorted(block.shown_ids)), block.hidden_count)
 
     async def history(self, memory_id: int, *, scope: str | None = None) -> list[HistoryEntry]:

@@ -166,15 +166,9 @@ class ScopeAccess:
 
     def block(self) -> dict[str, Any]:
         """The memory block exactly as the model sees it in this scope's next turn."""
-        from lore.memory.block import render_memory_block
+        from lore.memory.block import scope_block
 
-        block = render_memory_block(
-            self.lore.memory,
-            self.scope,
-            budget_chars=self.lore.config.memory.budget_chars,
-            now=self.lore.clock.now(),
-            zone=self.lore.zone,
-        )
+        block = scope_block(self.lore, self.scope, now=self.lore.clock.now())
         return {"text": block.text, "shown": sorted(block.shown_ids), "hidden": block.hidden_count}
 
     def source_message(self, memory: dict[str, Any]) -> Message | None:
