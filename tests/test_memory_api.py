@@ -4,12 +4,16 @@ assistant's own code (the store's rules, extraction, forgetting, search, the blo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 import lore
+from lore.backends.fake.embedder import HashEmbedder
 from lore.clock import FixedClock
 from lore.config import Config, load_config
 from lore.errors import InvalidInputError, LoreError, NotFoundError, ProviderServerError
@@ -203,6 +207,29 @@ async def test_async_memory_block_is_the_block_the_turn_injects(
         assert block.text in model.requests[-1].system
         hits = await memory.search("Hualien")  # the turn's messages are found too
         assert [h.id for h in hits if h.kind == "memory"] == [noted.id]
+
+
+class _ThreadNoting(HashEmbedder):
+    """The hash embedder, noting which threads it embeds on."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def embed_passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.threads.add(threading.get_ident())
+        return super().embed_passages(texts)
+
+
+async def test_async_memory_embeds_and_searches_off_the_event_loop(
+    config: Config, model: ScriptedProvider, clock: FixedClock
+) -> None:
+    embedder = _ThreadNoting()
+    async with lore.AsyncMemory(
+        config=config, provider=model, clock=clock, embedder=embedder
+    ) as memory:
+        await memory.remember("Мама любит розы")
+        assert [h.text for h in await memory.search("розы")] == ["Мама любит розы"]
+    assert embedder.threads and threading.get_ident() not in embedder.threads
 
 
 async def test_memory_inside_async_code_says_to_use_async_memory(
