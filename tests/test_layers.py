@@ -1,6 +1,6 @@
 """The layers import only downward, and no module imports itself back in a cycle.
 
-    channels, cli, daemon             (top)
+    channels, cli, daemon; embedded, client, records (the Python API)   (top)
     runtime, bus
     backends: the ports' implementations, chosen by the runtime; nothing below sees them
     features: memory, reminders, search, sessions, tools
@@ -27,6 +27,7 @@ ROOT = Path(lore.__file__).parent
 
 _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (7, ("lore.channels", "lore.cli", "lore.daemon", "lore.__main__", "lore")),
+    (7, ("lore.embedded", "lore.client", "lore.records")),
     (6, ("lore.runtime", "lore.bus")),
     (5, ("lore.backends",)),
     (4, ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")),

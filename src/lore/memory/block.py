@@ -11,9 +11,13 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING
 
 from lore.ports.memories import Memory, MemoryStore
 from lore.text import display_width
+
+if TYPE_CHECKING:
+    from lore.core.services import Services
 
 __all__ = [
     "BLOCK_CLOSE",
@@ -22,6 +26,7 @@ __all__ = [
     "MemoryBlock",
     "memory_line",
     "render_memory_block",
+    "scope_block",
 ]
 
 BLOCK_OPEN = "<long_term_memory>"
@@ -71,6 +76,14 @@ class MemoryBlock:
     text: str
     shown_ids: frozenset[int]
     hidden_count: int
+
+
+def scope_block(lore: Services, scope: str, *, now: datetime) -> MemoryBlock:
+    """The block of `scope` as every turn injects it (the configured budget, the home's
+    zone); the REST API and `lore.Memory` show the same."""
+    return render_memory_block(
+        lore.memory, scope, budget_chars=lore.config.memory.budget_chars, now=now, zone=lore.zone
+    )
 
 
 def render_memory_block(

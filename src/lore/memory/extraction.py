@@ -33,6 +33,7 @@ __all__ = [
     "ExtractionServices",
     "EXTRACTION_PROMPT",
     "ExtractionRejected",
+    "extraction_provider",
     "Op",
     "apply_ops",
     "extract",
@@ -122,7 +123,7 @@ async def extract_after_turn(
 ) -> None:
     """The after-turn hook: extraction for the turn just persisted, notices to the user;
     `forget` erases a memory of the turn's scope as every surface does."""
-    provider = _extraction_provider(lore)
+    provider = extraction_provider(lore)
     if provider is None:
         return
     notices = await extract(lore, provider, turn, forget=forget)
@@ -136,8 +137,11 @@ async def extract(
     turn: CompletedTurn,
     *,
     forget: Callable[[int], object] | None = None,
+    strict: bool = False,
 ) -> list[str]:
-    """Run extraction for one turn (retried once); returns the notices for the user."""
+    """Run extraction for one turn (retried once); returns the notices for the user.
+    After a turn a failure only logs (the reply was already given); `strict` raises the
+    last error instead (a program's add must know that nothing was noted)."""
     now = lore.clock.now()
     # The store's work (a search by the whole message, then the writes) runs in a worker
     # thread: a long message must not hold up the event loop, and every channel on it.
@@ -153,7 +157,8 @@ async def extract(
         try:
             completion = await complete(provider, request)
             ops = parse_ops(completion.text, {m.id for m in candidates})
-            source = Source(turn.session_id, turn.user_index)
+            # A turn outside any conversation (a program's add) has no source message.
+            source = Source(turn.session_id, turn.user_index) if turn.session_id else None
             return await asyncio.to_thread(
                 apply_ops,
                 lore.memory,
@@ -168,6 +173,8 @@ async def extract(
             last_error = exc
             log.info("extraction attempt %d for %s failed: %s", attempt + 1, turn.scope, exc)
     log.warning("extraction gave up for %s: %s", turn.scope, last_error)
+    if strict and last_error is not None:
+        raise last_error
     return []
 
 
@@ -287,7 +294,7 @@ def apply_ops(
     ops: list[Op],
     *,
     author: str,
-    source: Source,
+    source: Source | None,
     now: Any,
     forget: Callable[[int], object] | None = None,
 ) -> list[str]:
@@ -348,7 +355,7 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _extraction_provider(lore: ExtractionServices) -> Provider | None:
+def extraction_provider(lore: ExtractionServices) -> Provider | None:
     """The configured extraction model, else the chat model when it can follow a format."""
     if lore.config.extraction.model:
         return lore.provider_for(lore.config.extraction.model)

@@ -80,15 +80,9 @@ def memory_feature(lore: Assembled) -> Feature:
 
 def _memory_sections(lore: Assembled, ctx: ToolContext) -> str | None:
     """How memory works (when the model has tools), the block, and MEMORY.md (owner)."""
-    from lore.memory.block import MEMORY_GUIDE, render_memory_block
+    from lore.memory.block import MEMORY_GUIDE, scope_block
 
-    block = render_memory_block(
-        lore.memory,
-        ctx.scope,
-        budget_chars=lore.config.memory.budget_chars,
-        now=ctx.now,
-        zone=lore.zone,
-    )
+    block = scope_block(lore, ctx.scope, now=ctx.now)
     ctx.shown_memory_ids.update(block.shown_ids)
     ctx.provenance.shown_memories(block.shown_ids)
     parts = [MEMORY_GUIDE] if ctx.tools_enabled else []

@@ -41,6 +41,7 @@ __all__ = [
     "embed_backlog_forever",
     "format_hits",
     "index_after_turn",
+    "search_when",
     "searcher",
 ]
 
@@ -209,6 +210,21 @@ def searcher(lore: SearchServices) -> LoreSearch:
         if found is None:
             found = _searchers[lore] = LoreSearch(lore)
         return found
+
+
+def search_when(
+    lore: SearchServices, query: str, scope: str, *, when: str | None = None, limit: int = 10
+) -> list[Hit]:
+    """A program's search (REST, the Python API): the model's search over `scope`, within
+    the span `when` names ("last week", "2026-05", "上个月"), after embedding what waits,
+    as a one-shot command does. InvalidInputError for a `when` it cannot read."""
+    from lore.search.timespan import time_range
+
+    now = lore.clock.now()
+    after, before, span = time_range(when=when, after=None, before=None, now=now, zone=lore.zone)
+    return searcher(lore).search(
+        query, scope, limit=limit, embed_first=256, now=now, after=after, before=before, about=span
+    )
 
 
 async def index_after_turn(lore: SearchServices, turn: CompletedTurn, emit: Emit) -> None:

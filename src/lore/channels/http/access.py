@@ -7,7 +7,7 @@ are noted by the caller with `via="api"`, and answers are plain JSON-ready recor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from lore.errors import InvalidInputError, NotFoundError, SessionError, quoted
 
 if TYPE_CHECKING:
     from lore.channels.http.auth import Client
+    from lore.memory.intake import Said
     from lore.messages import Message
     from lore.ports.memories import AuditEntry
     from lore.ports.sessions import ArchivedSession, LiveSession, SessionArchive
@@ -35,6 +36,19 @@ class ScopeAccess:
     def open(cls, lore: Runtime, client: Client, scope: str | None) -> ScopeAccess:
         """Access to `scope` (the client's default when None); Forbidden if not allowed."""
         return cls(lore, client, client.check(scope or client.default_scope))
+
+    def noted_by(self, author: str | None) -> ScopeAccess:
+        """This access writing as `author` (None: the client's own): only the owner's
+        token may note for someone else."""
+        from lore.channels.http.auth import Forbidden
+
+        if author is None or author.strip() == self.client.author:
+            return self
+        if not author.strip():
+            raise InvalidInputError("author cannot be empty")
+        if not self.client.is_owner:
+            raise Forbidden("only the owner's token may note memories for another author")
+        return replace(self, client=replace(self.client, author=author.strip()))
 
     # -- memories -----------------------------------------------------------------------
 
@@ -105,6 +119,34 @@ class ScopeAccess:
             now=self.lore.clock.now(),
         )
 
+    async def add(self, said: Said) -> dict[str, Any]:
+        """What was said, through extraction (or kept as one memory without a model)."""
+        import asyncio
+
+        from lore.memory.intake import add_said
+
+        intake = await add_said(self.lore, self.scope, said, author=self.client.author, via="api")
+        return await asyncio.to_thread(intake.record, self.lore.memory, self.scope)
+
+    def forget_named(
+        self, memory_id: int | None, phrase: str | None, *, everywhere: bool
+    ) -> dict[str, Any]:
+        """Forget by id or phrase; everywhere (which reaches every scope) for the owner."""
+        from lore.channels.http.auth import Forbidden
+        from lore.memory.intake import forget_named
+
+        if everywhere and not self.client.is_owner:
+            raise Forbidden("only the owner's token may erase text everywhere")
+        return forget_named(
+            self.lore,
+            self.scope,
+            memory_id,
+            phrase=phrase,
+            everywhere=everywhere,
+            by=self.client.author,
+            via="api",
+        )
+
     def history(self, memory_id: int) -> list[dict[str, Any]]:
         return [_audit(entry) for entry in self.lore.memory.history(self.scope, memory_id)]
 
@@ -112,24 +154,21 @@ class ScopeAccess:
         found = self.lore.memory.search(self.scope, query, now=self.lore.clock.now(), limit=limit)
         return [m.to_record() for m in found]
 
-    def search(self, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
-        """The model's memory_search: memories, notes and archived sessions, hybrid."""
-        from lore.search import searcher
+    def search(
+        self, query: str, *, limit: int = 10, when: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The model's memory_search: memories, notes and archived sessions, hybrid;
+        `when` ("last week", "上个月") keeps what was said then."""
+        from lore.search import search_when
 
-        hits = searcher(self.lore).search(query, self.scope, limit=limit, embed_first=256)
+        hits = search_when(self.lore, query, self.scope, when=when, limit=limit)
         return [hit.to_dict(query) for hit in hits]
 
     def block(self) -> dict[str, Any]:
         """The memory block exactly as the model sees it in this scope's next turn."""
-        from lore.memory.block import render_memory_block
+        from lore.memory.block import scope_block
 
-        block = render_memory_block(
-            self.lore.memory,
-            self.scope,
-            budget_chars=self.lore.config.memory.budget_chars,
-            now=self.lore.clock.now(),
-            zone=self.lore.zone,
-        )
+        block = scope_block(self.lore, self.scope, now=self.lore.clock.now())
         return {"text": block.text, "shown": sorted(block.shown_ids), "hidden": block.hidden_count}
 
     def source_message(self, memory: dict[str, Any]) -> Message | None:

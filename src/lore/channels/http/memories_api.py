@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -44,6 +44,24 @@ class NewMemory(BaseModel):
     kind: str = Field("fact", description="profile, preference, fact, plan, relation or event")
     keywords: list[str] = Field(default_factory=list)
     expires_at: datetime | None = Field(None, description="ISO 8601 with a time zone")
+    author: str | None = Field(None, description="who noted it (another name: owner's token)")
+
+
+class ChatMessage(BaseModel):
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class Said(BaseModel):
+    text: str | None = Field(None, description="what the user said")
+    messages: list[ChatMessage] | None = Field(None, description="or an exchange, in order")
+    author: str | None = Field(None, description="who said it (another name: owner's token)")
+
+
+class ForgetRequest(BaseModel):
+    id: int | None = Field(None, ge=1, description="the memory's number")
+    phrase: str | None = Field(None, min_length=1, description="or a phrase only it holds")
+    everywhere: bool = Field(False, description="also every copy under the home (owner)")
 
 
 class MemoryChange(BaseModel):
@@ -80,12 +98,31 @@ async def add_memory(new: NewMemory, access: Scoped) -> dict[str, Any] | JSONRes
     """Note a fact; an exact duplicate answers 200 with the memory already there."""
     if new.expires_at is not None and new.expires_at.tzinfo is None:
         raise InvalidInputError("expires_at needs a time zone, e.g. 2026-12-31T23:59:00+08:00")
-    record, created = access.remember(
+    record, created = access.noted_by(new.author).remember(
         new.content, kind=new.kind, keywords=new.keywords, expires_at=new.expires_at
     )
     if not created:
         return JSONResponse({**record, "created": False}, status_code=200)
     return {**record, "created": True}
+
+
+@router.post("/memories/add")
+async def add_said(said: Said, access: Scoped) -> dict[str, Any]:
+    """What was said (a text, or messages): the configured model extracts memories from
+    it as after a turn (adds, corrections, deletions); without one, the text is kept."""
+    if (said.text is None) == (said.messages is None):
+        raise InvalidInputError("give text or messages (one of them)")
+    content = said.text if said.text is not None else [m.model_dump() for m in said.messages or []]
+    return await access.noted_by(said.author).add(content)
+
+
+@router.post("/memories/forget")
+async def forget_said(request: ForgetRequest, access: Scoped) -> dict[str, Any]:
+    """Forget a memory by id or by a phrase only it holds (several: refused, naming them);
+    with `everywhere`, every copy under the home too (the owner's token only)."""
+    return await asyncio.to_thread(
+        access.forget_named, request.id, request.phrase, everywhere=request.everywhere
+    )
 
 
 @router.get("/memories/block")
@@ -107,9 +144,11 @@ async def search_everything(
     access: Scoped,
     q: Annotated[str, Query(min_length=1, description="words or a question")],
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    when: Annotated[str | None, Query(description="'last week', '2026-05', '上个月'")] = None,
 ) -> dict[str, Any]:
     """The model's memory_search: memories, notes and archived sessions, by words and meaning."""
-    return {"results": await asyncio.to_thread(access.search, q, limit=limit)}
+    found = await asyncio.to_thread(access.search, q, limit=limit, when=when or None)
+    return {"results": found}
 
 
 @router.get("/memories/export", response_class=PlainTextResponse)
