@@ -6,8 +6,8 @@
     features: memory, reminders, search, sessions, tools
     core
     ports, events
-    llm, messages, config, config_file, errors, clock, logs, text, secrets, schedule,
-    embed, e5_numpy, files, keys, lease_holder   (bottom)
+    llm, messages, config, config_file, config_reload, errors, clock, logs, text, secrets,
+    schedule, embed, e5_numpy, files, keys, lease_holder, service_units   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too; for
 cycles too, so no two modules name each other's types.
@@ -34,7 +34,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("lore.ports", "lore.events")),
     (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
     (0, ("lore.messages",)),
-    (0, ("lore.config_file",)),
+    (0, ("lore.config_file", "lore.config_reload", "lore.service_units")),
     (
         0,
         (

@@ -16,6 +16,7 @@ from typing import Any
 from lore.errors import ConfigError
 
 __all__ = [
+    "ENVIRONMENT",
     "ApiClientConfig",
     "ApiConfig",
     "ChannelsConfig",
@@ -373,6 +374,10 @@ _ENV = {
 }
 
 
+# Every variable Lore reads.
+ENVIRONMENT = ("LORE_HOME", *_ENV)
+
+
 def load_config(
     env: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Config:
@@ -408,9 +413,10 @@ def inherited_environment() -> dict[str, str]:
 
 
 def lore_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables Lore reads that are set here: what a service may be given."""
+    """The variables Lore reads (`ENVIRONMENT`) that are set here: what a service may
+    be given."""
     env = os.environ if env is None else env
-    return {name: env[name] for name in ("LORE_HOME", *_ENV) if env.get(name)}
+    return {name: env[name] for name in ENVIRONMENT if env.get(name)}
 
 
 def user_config_home(env: Mapping[str, str] | None = None) -> Path:
