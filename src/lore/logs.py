@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lore.config import LogConfig
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "resize_log"]
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -72,3 +72,11 @@ def configure_logging(
     # Third-party chatter stays in the file.
     for noisy in ("httpx", "httpcore", "jieba"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def resize_log(rotation: LogConfig) -> None:
+    """Apply new rotation settings to the installed `lore.log` from its next line on."""
+    for handler in _installed:
+        if isinstance(handler, logging.handlers.RotatingFileHandler):
+            handler.maxBytes = rotation.max_kb * 1000
+            handler.backupCount = rotation.backups
