@@ -4,17 +4,20 @@ where it is used, names what needs a restart, and survives a file that does not 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import threading
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from lore.config import load_config
+from lore.config import Config, load_config
 from lore.config_reload import reload_settings
+from lore.daemon import Daemon
+from lore.events import Inbound, TextDelta
+from lore.llm.base import ChatRequest, Completion, StreamEvent, TextChunk
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import build
 from tests import crash_runs
@@ -39,9 +42,10 @@ def serve(tmp_path: Path, server: FakeOpenAI) -> Iterator[ServeProcess]:
 
 
 def _settings(home: Path, extra: str) -> None:
+    """The tests' settings with `extra` before them (its top-level keys stay top-level)."""
     crash_runs.prepare(home)
-    with (home / "config.toml").open("a", encoding="utf-8") as settings:
-        settings.write(extra)
+    path = home / "config.toml"
+    path.write_text(extra + path.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def test_sigterm_prints_the_stop_line_and_exits_0(serve: ServeProcess) -> None:
@@ -96,20 +100,17 @@ def test_sighup_applies_live_settings_names_the_rest_and_keeps_them_on_a_bad_fil
 ) -> None:
     home = tmp_path / "home"
     serve.start().wait_for(READY)
-    # Reminders are looked for every 60 s: one added now by another process would wait.
-    _settings(home, "[reminders]\npoll_seconds = 0.2\n[api]\nrequests_per_minute = 10\n")
+    message = {"model": "lore", "messages": [{"role": "user", "content": "word " * 60}]}
+    _settings(home, "max_message_chars = 200\n[api]\nrequests_per_minute = 10\n\n")
     serve.send(signal.SIGHUP)
     line = (
-        "config.toml reloaded: applied reminders.poll_seconds; "
-        "needs a restart: api.requests_per_minute"
+        "config.toml reloaded: applied max_message_chars; needs a restart: api.requests_per_minute"
     )
     serve.wait_for(line)
     assert line in (home / "lore.log").read_text(encoding="utf-8")
-    lore = build(load_config(flags={"home": str(home)}), provider=ScriptedProvider())
-    soon = datetime.now(UTC) + timedelta(seconds=1)
-    lore.reminders.add("cli:default", "anna", "stretch", soon, timezone="UTC", now=soon)
-    lore.db.close()
-    serve.wait_for("delivered reminder #1 to cli:default: stretch", timeout=10)
+    with serve.client(home) as client:  # the new limit holds at once
+        refused = client.post("/v1/chat/completions", json=message)
+    assert refused.status_code == 400 and "300 characters" in refused.text, refused.text
 
     (home / "config.toml").write_text("[reminders\npoll_seconds = ", encoding="utf-8")
     serve.send(signal.SIGHUP)
@@ -132,3 +133,37 @@ def test_a_reload_takes_only_the_live_settings_from_the_new_file(tmp_path: Path)
     assert outcome.config.max_tool_rounds == 3 and outcome.config.log.backups == 7
     assert outcome.config.api.port == running.api.port and outcome.config.model == ""
     assert reload_settings(running, running).line() == "config.toml reloaded: nothing changed"
+
+
+class _Slow(ScriptedProvider):
+    """A model that streams half a reply, then takes its time."""
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        yield TextChunk("Half of ")
+        yield TextChunk("the answer")
+        await asyncio.sleep(600)
+        yield Completion(text="never")
+
+
+async def test_a_chat_channels_turn_cut_short_by_the_stop_keeps_the_text_shown(
+    config: Config,
+) -> None:
+    lore = build(config, provider=_Slow())
+    daemon = Daemon(lore)
+    shown = asyncio.Event()
+
+    def emit(event: object) -> None:
+        if isinstance(event, TextDelta) and event.text == "the answer":
+            shown.set()
+
+    inbound = Inbound(scope="telegram:42", channel="telegram", author="john", text="A question")
+    turn = asyncio.create_task(lore.bus.send(inbound, emit))
+    await asyncio.wait_for(shown.wait(), 10)
+    daemon.stop()
+    turn.cancel()  # as stopping cancels a channel's work
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    user, reply = lore.session("telegram:42").messages
+    assert user["content"] == "A question"
+    assert reply["content"] == "Half of the answer" and reply["interrupted"] is True
+    await daemon.aclose()
