@@ -254,3 +254,28 @@ def test_logs_wraps_journalctl(bin_dir: Path) -> None:
     calls = _fake_tool(bin_dir, "journalctl")
     assert main(["service", "logs", "-n", "5", "--json"]) == 0
     assert _calls(calls) == ["--user -u lore.service --no-pager -n 5 -o json"]
+
+
+def test_installing_again_without_env_drops_the_old_secrets_file(
+    tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-1234")
+    assert main(["service", "install", "--no-start", "--env", "OPENAI_API_KEY"]) == 0
+    assert main(["service", "install", "--no-start"]) == 0
+    assert not (tmp_path / "lore-home" / "service.env").exists()
+    assert _field(_unit(tmp_path).read_text(encoding="utf-8"), "EnvironmentFile") == []
+
+
+def test_a_unit_systemd_refuses_to_start_is_one_line_and_a_failing_exit(
+    bin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_tool(
+        bin_dir,
+        "systemctl",
+        'case "$*" in *restart*) echo "Job for lore.service failed." >&2; exit 1;; esac',
+    )
+    assert main(["service", "install"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "lore: systemctl --user restart lore.service failed: Job for lore.service failed.\n"
+    )
