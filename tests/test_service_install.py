@@ -279,3 +279,28 @@ def test_a_unit_systemd_refuses_to_start_is_one_line_and_a_failing_exit(
     assert err == (
         "lore: systemctl --user restart lore.service failed: Job for lore.service failed.\n"
     )
+
+
+def test_on_macos_install_writes_a_private_launch_agent_and_bootstraps_it(
+    tmp_path: Path,
+    bin_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import os
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-1234")
+    calls = _fake_tool(bin_dir, "launchctl")
+    assert main(["service", "install", "--env", "OPENAI_API_KEY"]) == 0
+    out = capsys.readouterr().out
+    path = tmp_path / "fake-home" / "Library" / "LaunchAgents" / "lore.serve.plist"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    plist = plistlib.loads(path.read_bytes())
+    assert plist["EnvironmentVariables"]["OPENAI_API_KEY"] == "sk-secret-1234"
+    assert plist["ProgramArguments"] == [*lore_command(), "serve"]
+    assert "OPENAI_API_KEY written into that plist (mode 0600)" in out
+    uid = os.getuid()
+    assert _calls(calls) == [f"bootout gui/{uid}/lore.serve", f"bootstrap gui/{uid} {path}"]
+    assert main(["service", "uninstall"]) == 0
+    assert not path.exists() and _calls(calls)[-1] == f"bootout gui/{uid}/lore.serve"
