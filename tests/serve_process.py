@@ -1,5 +1,6 @@
-"""A real `lore serve` in its own process on a free port, for tests that signal it. Its
-output is read line by line in a thread, so a test waits for a line instead of sleeping."""
+"""A real `lore serve` in its own process on a free port, for tests that signal it, and a
+small supervisor that restarts it as systemd does. Its output is read line by line in a
+thread, so a test waits for a line instead of sleeping."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+
+from lore.config import load_config
+from lore.llm.scripted import ScriptedProvider
+from lore.runtime import build
 
 READY = "Ctrl+C stops"  # the line `lore serve` prints once everything runs
 
@@ -76,6 +82,11 @@ class ServeProcess:
                     )
                 self._changed.wait(left)
 
+    def wait_delivered(self, ids: list[int], timeout: float = 20.0) -> None:
+        """Until each reminder's delivery line was printed (by any of the runs)."""
+        for rid in ids:
+            self.wait_for(f"delivered reminder #{rid} to ", timeout=timeout)
+
     def send(self, signum: int = signal.SIGTERM) -> None:
         assert self.process is not None
         self.process.send_signal(signum)
@@ -100,3 +111,59 @@ class ServeProcess:
             headers={"Authorization": f"Bearer {token}"},
             timeout=30,
         )
+
+
+def add_reminders(home: Path, texts: list[str], *, first_in: float, every: float) -> list[int]:
+    """Reminders added by another process (as `lore remind add` does), due from
+    `first_in` seconds on, `every` seconds apart; their ids."""
+    lore = build(load_config(flags={"home": str(home)}), provider=ScriptedProvider())
+    now = datetime.now(UTC)
+    ids = []
+    for n, text in enumerate(texts):
+        due = now + timedelta(seconds=first_in + n * every)
+        ids.append(lore.reminders.add("cli:default", "anna", text, due, timezone="UTC", now=now).id)
+    lore.db.close()
+    return ids
+
+
+RESTART_SECONDS = 0.2  # the unit's RestartSec, shortened
+
+
+class Supervisor:
+    """Runs `lore serve` until `stop()`; a run that ends other than by a clean exit is
+    started again after RESTART_SECONDS, as Restart=on-failure does."""
+
+    def __init__(self, serve: ServeProcess) -> None:
+        self.serve = serve
+        self.exits: list[int] = []
+        self._restarting = False
+        self._stopping = False
+        self._thread = threading.Thread(target=self._supervise, daemon=True)
+
+    def start(self) -> Supervisor:
+        self.serve.start()
+        self._thread.start()
+        return self
+
+    def _supervise(self) -> None:
+        while True:
+            code = self.serve.wait(timeout=120)
+            self.exits.append(code)
+            if self._stopping or (code == 0 and not self._restarting):
+                return
+            self._restarting = False
+            time.sleep(RESTART_SECONDS)
+            self.serve.start()
+
+    def restart(self) -> None:
+        """`systemctl --user restart lore`: SIGTERM, then start again."""
+        self._restarting = True
+        self.serve.send(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.serve.send(signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.serve.send(signal.SIGTERM)
+        self._thread.join(60)
