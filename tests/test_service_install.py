@@ -230,13 +230,16 @@ def test_uninstall_stops_disables_and_removes_the_unit_and_its_secrets(
     assert "stopped, disabled and removed" in out
     assert main(["service", "uninstall"]) == 0
     assert "not installed" in capsys.readouterr().out
+    assert len(_calls(calls)) == 2  # nothing of ours left: systemd is not asked again
 
 
 def test_status_wraps_systemctl_status_and_says_when_nothing_is_installed(
     tmp_path: Path, bin_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["service", "status"]) == 1
-    assert "not installed" in capsys.readouterr().out
+    assert capsys.readouterr().err.startswith("lore: the service is not installed (")
+    assert main(["service", "status", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["installed"] is False
     assert main(["service", "install", "--no-start"]) == 0
     show = "ActiveState=active\nSubState=running\nMainPID=4242\nNRestarts=2\n"
     calls = _fake_tool(

@@ -279,19 +279,20 @@ def _uninstall(args: argparse.Namespace) -> int:
     path = _plist_path() if _macos() else _unit_path()
     existed = path.exists()
     stopped = False
-    if _macos():
+    # Only what `install` wrote is stopped: without its file there is nothing of ours.
+    if existed and _macos():
         from lore.service_units import LAUNCHD_LABEL
 
         if shutil.which("launchctl") is not None:
             booted = _run(["launchctl", "bootout", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"])
             stopped = booted.returncode == 0
-    elif shutil.which("systemctl") is not None:
+    elif existed and shutil.which("systemctl") is not None:
         disabled = _run(["systemctl", "--user", "disable", "--now", "lore.service"])
         stopped = disabled.returncode == 0
     path.unlink(missing_ok=True)
     had_env = env_file.exists()
     env_file.unlink(missing_ok=True)
-    if not _macos() and shutil.which("systemctl") is not None:
+    if existed and not _macos() and shutil.which("systemctl") is not None:
         _run(["systemctl", "--user", "daemon-reload"])
     if quiet:
         print_json({"file": str(path), "removed": existed, "stopped": stopped})
@@ -307,10 +308,11 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     path = _plist_path() if _macos() else _unit_path()
     if not path.exists():
-        if args.json:
-            print_json({"installed": False, "file": str(path)})
-        else:
-            print(f"lore service: not installed ({path}); lore service install writes it")
+        if not args.json:
+            raise LoreError(
+                f"the service is not installed ({path}); lore service install writes it"
+            )
+        print_json({"installed": False, "file": str(path)})
         return 1
     tool = "launchctl" if _macos() else "systemctl"
     if shutil.which(tool) is None:
