@@ -52,6 +52,7 @@ def _no_network_and_no_home(
         "OLLAMA_HOST",
         "LORE_TIMEZONE",
         "TZ",
+        "XDG_CONFIG_HOME",  # else ~/.config is not the fake home's (lore service install)
     ):
         monkeypatch.delenv(var, raising=False)
     yield

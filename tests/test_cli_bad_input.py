@@ -65,6 +65,8 @@ def _odd_invocations() -> list[list[str]]:
         ["remind", "cancel", "-1"],
         ["sessions", "show", "x", "--limit", "-1"],
         ["bench", "retrieval", "/nonexistent.json"],
+        ["service", "status"],  # nothing installed
+        ["service", "logs", "--lines", "0"],
     ]
     return cases
 

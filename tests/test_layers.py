@@ -6,8 +6,9 @@
     features: memory, reminders, search, sessions, tools
     core
     ports, events
-    llm, messages, config, config_file, errors, clock, logs, text, secrets, schedule,
-    embed, e5_numpy, files, keys, scope, lease_holder, extras   (bottom)
+    llm, messages, config, config_file, config_reload, errors, clock, logs, text, secrets,
+    schedule, embed, e5_numpy, files, keys, scope, lease_holder, extras, metrics,
+    service_units   (bottom)
 
 For layers every import counts, those inside functions and under TYPE_CHECKING too; for
 cycles too, so no two modules name each other's types.
@@ -35,7 +36,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("lore.ports", "lore.events")),
     (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
     (0, ("lore.messages",)),
-    (0, ("lore.config_file",)),
+    (0, ("lore.config_file", "lore.config_reload", "lore.service_units")),
     (
         0,
         (

@@ -15,6 +15,7 @@ def test_the_readme_names_every_environment_variable_lore_reads() -> None:
     readme = docs_text()
     (listing,) = re.findall(r"^Environment: (.*?)\n\n", readme, flags=re.S | re.M)
     named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", listing))
-    # The settings' variables, where Lore's home is, and whose name the user goes by.
-    read = {*config._ENV, "LORE_HOME", "USER", "USERNAME"}
+    # The settings' variables, where Lore's home is, whose name the user goes by, and
+    # where the service's unit goes.
+    read = {*config._ENV, "LORE_HOME", "USER", "USERNAME", "XDG_CONFIG_HOME"}
     assert sorted(read - named) == []

@@ -17,6 +17,7 @@ from lore.errors import ConfigError, InvalidInputError
 from lore.scope import Scope
 
 __all__ = [
+    "ENVIRONMENT",
     "ApiClientConfig",
     "ApiConfig",
     "ChannelsConfig",
@@ -31,13 +32,16 @@ __all__ = [
     "RemindersConfig",
     "TelegramConfig",
     "LineConfig",
+    "LogConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
     "check",
     "default_home",
     "load_config",
+    "lore_environment",
     "parse_model",
     "redact_url",
+    "user_config_home",
 ]
 
 PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
@@ -179,6 +183,14 @@ class BackupConfig:
 
 
 @dataclass(frozen=True)
+class LogConfig:
+    """`lore.log` is rotated at `max_kb`; the newest `backups` old files are kept."""
+
+    max_kb: int = 1000
+    backups: int = 3
+
+
+@dataclass(frozen=True)
 class TelegramConfig:
     token: str = ""  # the bot's token from BotFather (env: TELEGRAM_BOT_TOKEN); empty: off
     base_url: str = "https://api.telegram.org"  # or a local Bot API server
@@ -257,6 +269,7 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
     # postgresql://user:password@host/db: keep memories, reminders and the index in
@@ -390,6 +403,10 @@ _ENV = {
 }
 
 
+# Every variable Lore reads.
+ENVIRONMENT = ("LORE_HOME", *_ENV)
+
+
 def load_config(
     env: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None
 ) -> Config:
@@ -422,6 +439,22 @@ def inherited_environment() -> dict[str, str]:
     """The environment Lore runs in: where the exec tool finds bubblewrap, and the few
     harmless settings (PATH, language, time zone) a command it starts may inherit."""
     return dict(os.environ)
+
+
+def lore_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables Lore reads (`ENVIRONMENT`) that are set here: what a service may
+    be given."""
+    env = os.environ if env is None else env
+    return {name: env[name] for name in ENVIRONMENT if env.get(name)}
+
+
+def user_config_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where per-user settings of other programs live (systemd's user units): XDG's."""
+    env = os.environ if env is None else env
+    configured = env.get("XDG_CONFIG_HOME", "")
+    if configured and Path(configured).is_absolute():
+        return Path(configured)
+    return Path.home() / ".config"
 
 
 # Each number setting with the range it must fall in: (lowest, highest, what it means).
@@ -457,6 +490,8 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "api.requests_per_minute": (0, 1_000_000, "0 (no limit) or a number of requests"),
     "api.header_seconds": (0.5, 600, "between 0.5 and 600 seconds"),
     "api.keep_alive_seconds": (0.5, 600, "between 0.5 and 600 seconds"),
+    "log.max_kb": (10, 10_000_000, "between 10 and 10000000 KB"),
+    "log.backups": (1, 100, "between 1 and 100 files"),
 }
 _MIN_CONTEXT_WINDOW = 2048
 

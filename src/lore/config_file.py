@@ -109,6 +109,8 @@ DESCRIPTIONS: dict[str, str] = {
     " another process added",
     "reminders.lease_seconds": "how long a worker holds a delivery it took; one killed"
     " mid-delivery leaves it to the others after this long",
+    "log.max_kb": "lore.log is rotated when it reaches this size (KB)",
+    "log.backups": "how many rotated logs (lore.log.1, .2, …) are kept; older ones are deleted",
 }
 
 

@@ -8,6 +8,10 @@ then out through the channel that serves its scope (a chat channel by push; the 
 one conversation through the 1:1 channel they chose or last wrote on), else to a page or
 terminal showing the conversation; and one line on the console. A conversation a
 terminal is showing gets its reminders from that terminal instead.
+
+As a service manager drives it: SIGTERM stops it in that order (replies the gateway is
+streaming finish; a chat channel's turn cut short keeps the text shown so far), SIGHUP
+reads `config.toml` again and applies what is safe to change while running.
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from lore.backends.local.scheduled_backups import backup_forever
 from lore.channels.owner import owner_reminders, terminal_delivers
 from lore.config import OWNER_SCOPE
+from lore.config_reload import reload_settings
+from lore.errors import LoreError
+from lore.logs import resize_log
 from lore.memory.dream import dream_forever
 from lore.metrics import METRICS
 from lore.reminders.delivery import Deliver, Delivery, session_delivery
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
 
     from lore.channels.line import LineChannel
     from lore.channels.telegram import TelegramChannel
+    from lore.config import Config
     from lore.runtime import Runtime
 
 __all__ = ["Daemon"]
@@ -45,11 +54,19 @@ log = logging.getLogger(__name__)
 class Daemon:
     """Everything `lore serve` runs for one runtime, and the gateway when given the
     listening socket. `run()` until `stop()` (or SIGTERM, or the gateway stopping);
-    `run_once()` delivers what is due and closes idle sessions, then returns."""
+    `run_once()` delivers what is due and closes idle sessions, then returns. `settings`
+    reads the configuration again (SIGHUP)."""
 
-    def __init__(self, lore: Runtime, *, listener: socket.socket | None = None) -> None:
+    def __init__(
+        self,
+        lore: Runtime,
+        *,
+        listener: socket.socket | None = None,
+        settings: Callable[[], Config] | None = None,
+    ) -> None:
         self.lore = lore
         self.listener = listener
+        self.settings = settings
         self.line: LineChannel | None = _line_channel(lore)
         self.telegram: TelegramChannel | None = None
         self.scheduler = Scheduler(
@@ -95,6 +112,7 @@ class Daemon:
         event loop); reminders start with `run()`."""
         lore = self.lore
         self._catch_sigterm()
+        self._catch(getattr(signal, "SIGHUP", None), self.reload)
         self._spawn(idle_close_forever(lore), "idle-close")
         self._spawn(dream_forever(lore), "dream")
         self._spawn(embed_backlog_forever(lore), "embed")
@@ -127,8 +145,28 @@ class Daemon:
         self._route_owner()
 
     def stop(self) -> None:
-        """Ask `run()` to finish the delivery in hand and return."""
+        """Ask `run()` to finish the delivery in hand and return; a turn cut short from
+        now on keeps the reply shown so far."""
+        self.lore.bus.stop()
         self.scheduler.stop()
+
+    def reload(self) -> None:
+        """Read the settings again and apply those read where they are used; say in one
+        log line what changed and what waits for a restart. Settings that do not load
+        leave the running ones as they are."""
+        if self.settings is None:
+            return
+        try:
+            fresh = self.settings()
+        except LoreError as exc:
+            log.warning("config.toml not reloaded, the running settings stay: %s", exc)
+            return
+        outcome = reload_settings(self.lore.config, fresh)
+        self.lore.config = outcome.config
+        self.scheduler.max_sleep = outcome.config.reminders.poll_seconds
+        self.scheduler.wake()
+        resize_log(outcome.config.log)
+        log.info("%s", outcome.line())
 
     async def aclose(self) -> None:
         """Stop the gateway (letting replies in flight finish), then the rest."""
@@ -191,8 +229,13 @@ class Daemon:
 
     def _catch_sigterm(self) -> None:
         """A service manager stops us with SIGTERM: finish the delivery in hand, then exit."""
+        self._catch(signal.SIGTERM, self.stop)
+
+    def _catch(self, signum: int | None, handler: Callable[[], None]) -> None:
+        if signum is None:  # not on this system (SIGHUP on Windows)
+            return
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stop)
+            asyncio.get_running_loop().add_signal_handler(signum, handler)
         except (NotImplementedError, RuntimeError, ValueError):  # Windows, not the main thread
             pass
 

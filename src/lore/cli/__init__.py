@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "backup",
     "migrate",
     "completion",
+    "service",
 )
 
 

@@ -80,7 +80,7 @@ def load_runtime(
 
     values = {"home": getattr(args, "home", None), "model": getattr(args, "model", None), **flags}
     config = load_config(flags=values)
-    configure_logging(config.home, console_level=console_log_level)
+    configure_logging(config.home, console_level=console_log_level, rotation=config.log)
     from lore.config_file import write_if_missing
 
     write_if_missing(config.config_path)  # first run: every setting, commented, to look at

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from lore.logs import configure_logging
 
     config = load_config(flags={"home": args.home, "model": args.model})
-    configure_logging(config.home)
+    configure_logging(config.home, rotation=config.log)
     report = _Report(quiet=args.json)
     full = disk_is_full(config.home)
     if full:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(flags={"home": getattr(args, "home", None)})
     # The connection pool warns on every failed attempt: to lore.log, not the terminal.
-    configure_logging(config.home)
+    configure_logging(config.home, rotation=config.log)
     if args.to:
         report = _to_postgres(config.home, args.to)
         print(f"copied {config.home} into {redact_url(args.to)}")

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 from lore.cli.common import add_common, load_runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from lore.config import Config
     from lore.runtime import Runtime
 
 __all__ = ["register"]
@@ -55,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from lore.channels.http.auth import ensure_token
+    from lore.config import load_config
 
     flags = {"api.host": args.host, "api.port": args.port}
     lore = load_runtime(args, console_log_level=logging.INFO, **flags)
@@ -69,9 +73,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"lore serve: logged out {counted(ended, 'web page log-in')}")
         return 0
     listener = None if args.once else _listen(lore)
+
+    def settings() -> Config:  # SIGHUP: config.toml again, under the same flags
+        return load_config(flags={"home": args.home, "model": args.model, **flags})
+
     try:
-        asyncio.run(serve(lore, once=args.once, listener=listener))
+        asyncio.run(serve(lore, once=args.once, listener=listener, settings=settings))
     except KeyboardInterrupt:
+        print("lore serve: stopped", file=sys.stderr)
+        return 0
+    if not args.once:  # stopped by SIGTERM (a service manager) or the gateway ending
         print("lore serve: stopped", file=sys.stderr)
     return 0
 
@@ -103,11 +114,15 @@ def _listen(lore: Runtime) -> socket.socket:
 
 
 async def serve(
-    lore: Runtime, *, once: bool = False, listener: socket.socket | None = None
+    lore: Runtime,
+    *,
+    once: bool = False,
+    listener: socket.socket | None = None,
+    settings: Callable[[], Config] | None = None,
 ) -> None:
     """Run the scheduler, idle close and Dream (and, given a listening socket, the
-    gateway) until stopped; one pass with `once`."""
+    gateway) until stopped; one pass with `once`. `settings` is what SIGHUP reloads."""
     from lore.daemon import Daemon
 
-    daemon = Daemon(lore, listener=listener)
+    daemon = Daemon(lore, listener=listener, settings=settings)
     await (daemon.run_once() if once else daemon.run())
