@@ -368,3 +368,58 @@ def test_forget_everywhere_erases_a_phrase_from_sessions_and_history_on_postgres
         assert [e.content for e in after.history.entries()] == ["Anna sees [forgotten] on Fridays"]
     finally:
         after.close()
+
+
+def test_a_refresh_between_a_writes_commit_and_its_own_update_adds_each_line_once(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The after-turn indexing refreshes the conversation's handle from a worker thread;
+    landing between a write's commit and the write's own update of the handle, it must
+    not leave the line there twice (a reply seen twice in every later history)."""
+    from lore.backends.postgres.live import PostgresLiveSession
+
+    pg = PostgresBackend(postgres_url)
+    try:
+        live = pg.sessions.live(SCOPE)
+        live.append([{"role": "user", "content": "привет", "timestamp": "2026-11-30T09:00:00Z"}])
+        apply = PostgresLiveSession._apply
+        landed = False
+
+        def refresh_lands_first(self: PostgresLiveSession, rows: list[object]) -> None:
+            nonlocal landed
+            if not landed and rows and all(isinstance(r, dict) and "body" in r for r in rows):
+                landed = True
+                self.refresh()  # another thread's refresh, just after the commit
+            apply(self, rows)
+
+        monkeypatch.setattr(PostgresLiveSession, "_apply", refresh_lands_first)
+        live.append([{"role": "assistant", "content": "你好", "timestamp": "2026-11-30T09:00:01Z"}])
+        monkeypatch.undo()
+        assert landed
+        assert [m["role"] for m in live.messages] == ["user", "assistant"]
+        live.refresh()
+        assert [m["role"] for m in live.messages] == ["user", "assistant"]
+    finally:
+        pg.close()
+
+
+def test_threads_opening_one_conversation_share_one_handle(postgres_url: str) -> None:
+    import threading
+
+    pg = PostgresBackend(postgres_url)
+    try:
+        handles: list[object] = []
+        start = threading.Barrier(4)
+
+        def open_it() -> None:
+            start.wait()
+            handles.append(pg.sessions.live(SCOPE))
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert len(handles) == 4 and len({id(h) for h in handles}) == 1
+    finally:
+        pg.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -93,6 +94,7 @@ class PostgresLiveSession:
         self._locks = locks
         self._seq = 0
         self._lock_depth = 0
+        self._state = threading.Lock()  # the transcript held here, as threads read it
         with self._locked():
             self._load_all()
             self._recover_draft()
@@ -122,9 +124,15 @@ class PostgresLiveSession:
         self._apply(rows)
 
     def _apply(self, rows: list[Any]) -> None:
-        """Add lines (rows with `seq`, `is_mark`, `body`; a row without a line is skipped)."""
+        """Add lines (rows with `seq`, `is_mark`, `body`; a row without a line is skipped),
+        each once: a refresh from another thread (the after-turn indexing) may read the
+        lines a write has just committed before that write adds them here."""
+        with self._state:
+            self._apply_new(rows)
+
+    def _apply_new(self, rows: list[Any]) -> None:
         for row in rows:
-            if row["seq"] is None:
+            if row["seq"] is None or int(row["seq"]) <= self._seq:
                 continue
             line = json.loads(row["body"])
             if row["is_mark"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -247,16 +248,24 @@ class PostgresSessions:
         self.locks = locks
         self.archive = PostgresArchive(db)
         self._live: OrderedDict[str, PostgresLiveSession] = OrderedDict()
+        self._handles = threading.Lock()
 
     def live(self, key: str) -> PostgresLiveSession:
-        session = self._live.pop(key, None)
-        if session is None:
-            session = PostgresLiveSession(self.db, self.locks, key)
-        else:
+        """The conversation's one handle in this process (threads share it: two handles
+        would each hold their own copy of the transcript)."""
+        with self._handles:
+            session = self._live.get(key)
+            if session is not None:
+                self._live.move_to_end(key)
+        if session is not None:
             session.refresh()
-        self._live[key] = session
-        while len(self._live) > _KEPT:
-            self._live.popitem(last=False)
+            return session
+        made = PostgresLiveSession(self.db, self.locks, key)  # reads it: not under the lock
+        with self._handles:
+            session = self._live.setdefault(key, made)  # another thread's, if it was first
+            self._live.move_to_end(key)
+            while len(self._live) > _KEPT:
+                self._live.popitem(last=False)
         return session
 
     def live_meta(self, key: str) -> SessionMeta | None:
