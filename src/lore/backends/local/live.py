@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -114,6 +115,9 @@ class LiveSession:
         self._meta_len = 0
         self._inode: int | None = None
         self._lock_depth = 0
+        # Threads share this handle (the after-turn indexing reads it from a worker): one
+        # reads or writes it at a time, and only the holder's own calls nest.
+        self._threads = threading.RLock()
         directory.mkdir(parents=True, exist_ok=True)
         with self._locked():
             if not self.path.exists() or self.path.stat().st_size == 0:
@@ -125,6 +129,10 @@ class LiveSession:
 
     def refresh(self) -> None:
         """Pick up lines appended (or a reset done) by another process since last read."""
+        with self._threads:
+            self._refresh()
+
+    def _refresh(self) -> None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -354,7 +362,13 @@ class LiveSession:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        # flock does not nest across file descriptions: count the depth in this object.
+        with self._threads, self._flocked():
+            yield
+
+    @contextmanager
+    def _flocked(self) -> Iterator[None]:
+        # flock does not nest across file descriptions: count the depth in this object
+        # (for the thread holding it: the others wait at `_threads`).
         if self._lock_depth:
             self._lock_depth += 1
             try:
