@@ -50,6 +50,7 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "lore.lease_holder",
             "lore.extras",
             "lore.metrics",
+            "lore.health",
         ),  # fmt: skip
     ),
 ]

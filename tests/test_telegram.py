@@ -116,8 +116,22 @@ async def test_a_burst_in_one_group_is_answered_in_order(
 
 
 async def test_a_get_updates_outage_is_retried_without_losing_an_update(
-    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeTelegram
+    config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    fake: FakeTelegram,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from lore.health import HEALTH
+
+    reported: list[str] = []
+    report = HEALTH.channel
+
+    def record(name: str, state: str) -> None:
+        reported.append(state)
+        report(name, state)
+
+    monkeypatch.setattr(HEALTH, "channel", record)
     fake.fail_get_updates = 2
     fake.say("are you there?", chat=OWNER_CHAT, sender=OWNER)
     settings = TelegramConfig(
@@ -135,6 +149,10 @@ async def test_a_get_updates_outage_is_retried_without_losing_an_update(
         await lore.aclose()
     assert sent["text"] == "Yes."
     assert fake.calls.count("getUpdates") >= 3
+    # /health saw it: connected, retrying while getUpdates failed, connected again.
+    assert reported[0] == "connected (long polling)"
+    assert any(state.startswith("retrying: ") for state in reported)
+    assert reported[-1] == "connected (long polling)"
 
 
 async def test_a_reminder_comes_back_to_the_group_mentioning_who_set_it_once(

@@ -30,6 +30,7 @@ from lore.channels.owner import owner_reminders, terminal_delivers
 from lore.config import OWNER_SCOPE
 from lore.config_reload import reload_settings
 from lore.errors import LoreError
+from lore.health import HEALTH
 from lore.logs import resize_log
 from lore.memory.dream import dream_forever
 from lore.metrics import METRICS
@@ -137,6 +138,7 @@ class Daemon:
             self._route("line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids))
             # Events a stopped `lore serve` took but never answered are answered now.
             self._spawn(self.line.run_forever(), "line")
+            HEALTH.channel("line", "webhook at /line/webhook")
             print(
                 "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
                 "HTTPS: https://<your host>/line/webhook)",
@@ -211,6 +213,7 @@ class Daemon:
             METRICS.count("lore_reminder_failures")
             raise  # the scheduler retries it
         METRICS.count("lore_reminders_delivered", late="yes" if due.late else "no")
+        HEALTH.delivered((due.at - due.reminder.due_at).total_seconds())
         lore = self.lore
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""

@@ -32,9 +32,11 @@ from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
 from lore.errors import InvalidInputError, LoreError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.health import HEALTH
 from lore.metrics import METRICS
 from lore.reminders.delivery import mention_for, reminder_line
 from lore.scope import Scope
+from lore.text import one_line
 
 if TYPE_CHECKING:
     from telegram import Bot, Message, Update
@@ -131,9 +133,12 @@ class TelegramChannel:
             except TelegramError as exc:
                 log.warning("telegram: getUpdates failed (%s); retrying in %.0f s", exc, delay)
                 METRICS.count("lore_channel_errors", channel="telegram", what="receive")
+                HEALTH.channel("telegram", f"retrying: {one_line(str(exc), 120)}")
                 await self._pause(delay)
                 delay = min(delay * 2, 60.0)
                 continue
+            if delay > 1.0:
+                HEALTH.channel("telegram", "connected (long polling)")
             delay = 1.0
             for update in updates:
                 try:
@@ -164,9 +169,12 @@ class TelegramChannel:
                     await self.bot.delete_webhook()
             except TelegramError as exc:
                 log.warning("telegram: starting failed (%s); retrying in %.0f s", exc, delay)
+                HEALTH.channel("telegram", f"retrying: {one_line(str(exc), 120)}")
                 await self._pause(delay)
                 delay = min(delay * 2, 60.0)
                 continue
+            how = "webhook" if self.settings.webhook_url else "long polling"
+            HEALTH.channel("telegram", f"connected ({how})")
             self.ready.set()
             return
 

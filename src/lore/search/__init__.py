@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
+from lore.health import HEALTH
 from lore.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -256,6 +257,7 @@ async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 3
     while True:
         with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
             done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
+        HEALTH.backlog(await asyncio.to_thread(found.index.pending_vectors))
         if not done:
             await asyncio.sleep(idle_seconds)
 

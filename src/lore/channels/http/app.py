@@ -34,6 +34,7 @@ from lore.errors import (
     SessionError,
     StoreError,
 )
+from lore.health import HEALTH
 
 if TYPE_CHECKING:
     from lore.channels.line import LineChannel
@@ -112,8 +113,10 @@ def create_app(
     _install_error_handlers(app)
 
     @app.get("/health", tags=["gateway"])
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    async def health() -> dict[str, Any]:
+        """Up, and what each part last reported (never read from the database)."""
+        backend = "postgresql" if lore.config.database_url else "sqlite"
+        return {"status": "ok", "version": __version__, "backend": backend, **HEALTH.to_dict()}
 
     app.include_router(openai_api.router)
     app.include_router(memories_api.router)
