@@ -138,12 +138,6 @@ class McpServerConfig:
     tools: dict[str, str] = field(default_factory=dict)  # tool name -> level, over `trust`
     timeout: float = 0.0  # seconds the server may take to answer a call; 0: mcp.timeout
 
-    def __post_init__(self) -> None:
-        levels = {"trust": self.trust, **{f"tools.{k}": v for k, v in self.tools.items()}}
-        for key, level in levels.items():
-            if level not in TRUST_LEVELS:
-                raise ConfigError(f"an MCP server's {key!r} is {level!r}; use allow, ask or never")
-
 
 @dataclass(frozen=True)
 class McpConfig:
@@ -573,8 +567,8 @@ _MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
 def _check_mcp(mcp: McpConfig) -> None:
-    """Each server: a name fit for a tool name, exactly one of command and url, and a
-    timeout in range."""
+    """Each server: a name fit for a tool name, exactly one of command and url, trust
+    levels that exist, and a timeout in range."""
     for name, server in mcp.servers.items():
         where = f"mcp.servers.{name}"
         if not _MCP_NAME.match(name) or "__" in name:
@@ -589,6 +583,10 @@ def _check_mcp(mcp: McpConfig) -> None:
             )
         if server.url and not server.url.startswith(("http://", "https://")):
             raise ConfigError(f"setting '{where}.url' must start with http:// or https://")
+        levels = {"trust": server.trust, **{f"tools.{k}": v for k, v in server.tools.items()}}
+        for key, level in levels.items():
+            if level not in TRUST_LEVELS:
+                raise ConfigError(f"setting '{where}.{key}' is {level!r}; use allow, ask or never")
         if server.timeout and not 0.1 <= server.timeout <= 3600:
             raise ConfigError(
                 f"setting '{where}.timeout' is {server.timeout!r}; it must be 0 (mcp.timeout) "
