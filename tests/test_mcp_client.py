@@ -213,8 +213,9 @@ async def test_a_server_that_hangs_is_stopped_at_the_timeout(
         (_broken("exit"), "exited before the MCP handshake was done"),
         (_broken("mute"), "did not start within 3 s"),
         (McpServerConfig(command="/nonexistent/mcp-server"), "could not be run"),
+        (McpServerConfig(url="http://127.0.0.1:9/mcp"), "could not be reached"),
     ],
-    ids=["exits", "never-answers", "no-such-command"],
+    ids=["exits", "never-answers", "no-such-command", "nobody-at-the-url"],
 )
 async def test_a_server_that_does_not_start_is_one_line_and_the_turn_goes_on(
     config: Config,

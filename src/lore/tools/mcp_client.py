@@ -201,6 +201,8 @@ class McpServer:
             return f"could not be run: {exc.filename or exc} not found"
         if isinstance(exc, PermissionError):
             return f"could not be run: {exc.filename or exc} is not executable"
+        if self.settings.url and "Connect" in type(exc).__name__:  # httpx's ConnectError
+            return f"could not be reached ({_one_line(exc)})"
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             if self.settings.url:
                 return "closed the connection before the MCP handshake was done"
