@@ -388,3 +388,39 @@ def test_lore_mcp_list_without_servers_says_how_to_add_one(
     assert capsys.readouterr().out == (
         "No MCP servers: add one as [mcp.servers.NAME] in config.toml.\n"
     )
+
+
+async def test_lore_serve_answers_through_a_crash_and_stops_the_server_with_it(
+    config: Config, model: ScriptedProvider, clock: FixedClock, tmp_path: Path
+) -> None:
+    import httpx
+
+    from tests.gateway_server import OWNER_TOKEN, gateway_in_loop
+
+    pidfile = tmp_path / "n.pid"
+    served = replace(
+        _with_servers(config, notes=_notes(pidfile, trust="allow")), owner_scopes=("api:default",)
+    )
+    lore = build(served, provider=model, clock=clock)
+    model.tool_call("notes__crash", {}).reply("It crashed; I told you.")
+    model.tool_call("notes__greet", {"name": "Ива"}).reply("Greeted.")
+    body = {"model": "lore", "messages": [{"role": "user", "content": "go"}]}
+    headers = {"Authorization": f"Bearer {OWNER_TOKEN}"}
+    try:
+        async with (
+            gateway_in_loop(lore) as url,
+            httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http,
+        ):
+            first = await http.post("/v1/chat/completions", json=body)
+            second = await http.post("/v1/chat/completions", json=body)
+            pid = int(pidfile.read_text())
+            assert _alive(pid)
+    finally:
+        await lore.aclose()
+    assert first.status_code == 200, first.text
+    assert first.json()["choices"][0]["message"]["content"] == "It crashed; I told you."
+    assert second.json()["choices"][0]["message"]["content"] == "Greeted."
+    results = [m for m in lore.session("api:default").messages if m["role"] == "tool"]
+    assert str(results[0]["content"]).startswith("Error: the MCP server 'notes' stopped")
+    assert "Привет, Ива!" in str(results[1]["content"])
+    assert _gone(pid)

@@ -147,6 +147,7 @@ class McpServer:
                 client = await stack.enter_async_context(Client(self._transport(stack)))
                 self.tools = await _list_tools(client)
                 self._client = client
+                self.state, self.reason = "running", ""  # even if the starter was cancelled
                 ready.set_result(None)
                 await self._stop.wait()
         except asyncio.CancelledError:
