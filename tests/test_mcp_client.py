@@ -369,6 +369,9 @@ def test_lore_mcp_list_shows_each_server_its_state_and_tools(
     assert "no database configured" in listed["broken"]["reason"]
     assert listed["off"]["state"] == "not started"
     assert _gone(int(pidfile.read_text()))
+    assert main(["mcp", "list", "--no-start", "--json", "--home", str(home)]) == 0
+    states = {s["name"]: s["state"] for s in json.loads(capsys.readouterr().out)}
+    assert states == {"notes": "not started", "broken": "not started", "off": "not started"}
     assert main(["mcp", "list", "--home", str(home)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("notes  running  (stdio: ")

@@ -88,6 +88,7 @@ class McpServer:
                 await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
             except TimeoutError:
                 await self._end()
+                _retrieve(ready)
                 raise self._failed(f"did not start within {self.start_timeout:g} s") from None
             except McpServerError as exc:
                 await self._end()
@@ -244,6 +245,12 @@ async def _list_tools(client: Client) -> list[Tool]:
         if not cursor:
             break
     return found
+
+
+def _retrieve(ready: asyncio.Future[None]) -> None:
+    """Mark the outcome of a start nobody waits for any more as seen (no warning at exit)."""
+    if ready.done() and not ready.cancelled():
+        ready.exception()
 
 
 def _one_line(exc: BaseException) -> str:

@@ -149,11 +149,11 @@ class McpTools:
         ]
         results = await asyncio.gather(*(s.start() for s in due), return_exceptions=True)
         for server, outcome in zip(due, results, strict=True):
-            if isinstance(outcome, McpServerError):
+            if isinstance(outcome, asyncio.CancelledError):
+                raise outcome
+            if isinstance(outcome, BaseException):  # whatever it was, the turn goes on
                 self._failed_at[server.name] = time.monotonic()
                 ctx.notices.append(f"MCP server {server.name!r} {outcome}; its tools are off")
-            elif isinstance(outcome, BaseException):
-                raise outcome
 
     def tools(self) -> Sequence[Tool]:
         found: list[Tool] = []
