@@ -427,3 +427,28 @@ async def test_lore_serve_answers_through_a_crash_and_stops_the_server_with_it(
     assert str(results[0]["content"]).startswith("Error: the MCP server 'notes' stopped")
     assert "Привет, Ива!" in str(results[1]["content"])
     assert _gone(pid)
+
+
+async def test_a_server_killed_between_turns_is_one_error_then_starts_again(
+    config: Config, model: ScriptedProvider, clock: FixedClock, tmp_path: Path
+) -> None:
+    import signal
+
+    pidfile = tmp_path / "n.pid"
+    turn = Turn(_with_servers(config, notes=_notes(pidfile, trust="allow")), model, clock)
+    for name in ("A", "B", "C"):
+        model.tool_call("notes__greet", {"name": name}).reply(f"Greeted {name}.")
+    try:
+        await turn.send("greet A")
+        first = int(pidfile.read_text())
+        os.kill(first, signal.SIGKILL)
+        assert _gone(first)
+        await turn.send("greet B")
+        await turn.send("greet C")
+        second = int(pidfile.read_text())
+    finally:
+        await turn.lore.aclose()
+    greeted_a, lost_b, greeted_c = turn.tool_results()
+    assert "Hello, A!" in greeted_a and "Hello, C!" in greeted_c
+    assert lost_b.startswith("Error: the MCP server 'notes' stopped ")
+    assert second != first and _gone(second)

@@ -16,7 +16,6 @@ A stopped or failed server starts again on its next use.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -99,7 +98,8 @@ class McpServer:
         """Call one tool; McpServerError when the server does not give a result."""
         await self.start()
         client, holder = self._client, self._task
-        assert client is not None and holder is not None
+        if client is None or holder is None or holder.done():  # it ended right after
+            raise self._failed(self._went_away("as the call began"))
         call = asyncio.ensure_future(client.call_tool(tool, arguments))
         try:
             done, _ = await asyncio.wait(
@@ -110,8 +110,7 @@ class McpServer:
             raise
         if call not in done:
             call.cancel()
-            with contextlib.suppress(BaseException):
-                await call
+            await asyncio.wait({call})  # its outcome is the cancellation; ours goes on
             if holder in done:
                 raise self._failed(self._went_away("during the call"))
             await self._end()  # a server that hangs is in no state to trust
@@ -160,6 +159,8 @@ class McpServer:
             log.warning("MCP server %s ended: %s", self.name, reason)
             if not ready.done():
                 ready.set_exception(McpServerError(self._with_last_words(reason)))
+            else:  # it ran, then its connection failed between calls
+                self.state, self.reason = "failed", self._with_last_words(f"stopped: {reason}")
         finally:
             self._client = None
 
@@ -191,8 +192,7 @@ class McpServer:
         done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
         if not done:
             task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
+            await asyncio.wait({task})
         self._client = None
 
     def _reason(self, exc: BaseException) -> str:
