@@ -98,6 +98,7 @@ bench: $(VENV)/.test
 	$(PY) bench/postgres_sessions.py
 
 	$(PY) bench/owner_tools.py
+	$(PY) bench/mcp_call.py
 	$(PY) bench/web_approval.py
 	$(PY) bench/health_under_load.py
 	$(PY) bench/line_webhook.py

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
@@ -26,6 +27,8 @@ __all__ = [
     "DreamConfig",
     "ExtractionConfig",
     "MemoryConfig",
+    "McpConfig",
+    "McpServerConfig",
     "MemoryFlushConfig",
     "OWNER_SCOPE",
     "ModelSpec",
@@ -122,6 +125,32 @@ class ToolsConfig:
                         f"setting 'tools.{table}' gives {key!r} the level {level!r}; "
                         "use allow, ask or never"
                     )
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server whose tools the owner's conversations get as `NAME__tool`: a command
+    run over stdio (`command`, `args`, `env`) or a Streamable HTTP endpoint (`url`,
+    `headers`), with its trust level and per-tool levels over it."""
+
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # over a small inherited set
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    trust: str = "ask"  # allow | ask | never, for every tool of the server
+    tools: dict[str, str] = field(default_factory=dict)  # tool name -> level, over `trust`
+    timeout: float = 0.0  # seconds the server may take to answer a call; 0: mcp.timeout
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    timeout: float = 30.0  # seconds a server may take to answer a call
+    start_timeout: float = 30.0  # seconds a server may take to start and list its tools
+    # [mcp.servers.NAME] tables: the MCP servers whose tools Lore uses.
+    servers: dict[str, McpServerConfig] = field(
+        default_factory=dict, metadata={"table_of": McpServerConfig}
+    )
 
 
 @dataclass(frozen=True)
@@ -264,6 +293,7 @@ class Config:
     dream: DreamConfig = field(default_factory=DreamConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
@@ -348,6 +378,10 @@ class Config:
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
+        for server in data["mcp"]["servers"].values():
+            for table in ("env", "headers"):  # where a server's keys go
+                server[table] = {key: _redact(value) for key, value in server[table].items()}
+            server["url"] = redact_url(server["url"])
         data["database_url"] = redact_url(self.database_url)
         return data
 
@@ -484,6 +518,8 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
+    "mcp.timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
+    "mcp.start_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "api.login_days": (0.001, 3650, "between 0.001 and 3650 days"),
     "api.max_body_kb": (16, 1_048_576, "between 16 and 1048576 KB"),
     "api.max_upload_mb": (1, 10_240, "between 1 and 10240 MB"),
@@ -553,12 +589,44 @@ def check(config: Config) -> None:
         raise ConfigError(
             f"LINE needs both the channel secret and the access token: set {missing!r}"
         )
+    _check_mcp(config.mcp)
     name = config.user_name
     if not name.strip() or len(name) > _MAX_USER_NAME or not name.isprintable() or "<" in name:
         raise ConfigError(
             f"setting 'user_name' (or LORE_USER) must be one line of at most {_MAX_USER_NAME} "
             "printable characters, without '<'"
         )
+
+
+_MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def _check_mcp(mcp: McpConfig) -> None:
+    """Each server: a name fit for a tool name, exactly one of command and url, trust
+    levels that exist, and a timeout in range."""
+    for name, server in mcp.servers.items():
+        where = f"mcp.servers.{name}"
+        if not _MCP_NAME.match(name) or "__" in name:
+            raise ConfigError(
+                f"setting {where!r}: a server's name must be 1-40 letters, digits, '-' or "
+                "'_' (no '__'), as it starts its tools' names"
+            )
+        if bool(server.command) == bool(server.url):
+            raise ConfigError(
+                f"setting {where!r} needs either 'command' (a server run over stdio) or "
+                "'url' (Streamable HTTP), not both or neither"
+            )
+        if server.url and not server.url.startswith(("http://", "https://")):
+            raise ConfigError(f"setting '{where}.url' must start with http:// or https://")
+        levels = {"trust": server.trust, **{f"tools.{k}": v for k, v in server.tools.items()}}
+        for key, level in levels.items():
+            if level not in TRUST_LEVELS:
+                raise ConfigError(f"setting '{where}.{key}' is {level!r}; use allow, ask or never")
+        if server.timeout and not 0.1 <= server.timeout <= 3600:
+            raise ConfigError(
+                f"setting '{where}.timeout' is {server.timeout!r}; it must be 0 (mcp.timeout) "
+                "or between 0.1 and 3600 seconds"
+            )
 
 
 def _check_telegram_webhook(telegram: TelegramConfig) -> None:

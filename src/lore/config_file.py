@@ -101,6 +101,10 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.output_cap": "characters of a tool's output the model gets",
     "tools.approval_timeout": "seconds to wait for the owner's yes; no answer means no",
     "tools.projects": 'folders the web page may open as a project; "DIR/*": each folder in DIR',
+    "mcp.timeout": "seconds an MCP server may take to answer a call; it is stopped after",
+    "mcp.start_timeout": "seconds an MCP server may take to start and list its tools",
+    "mcp.servers": "MCP servers whose tools you get as NAME__tool, one table each:"
+    " [mcp.servers.NAME] with command/args/env or url/headers, trust, tools, timeout",
     "backup.every": '`lore serve` writes a verified backup of the home "hourly", "daily" or'
     ' "weekly"; empty: never (a home on SQLite; PostgreSQL has pg_dump)',
     "backup.keep": "how many scheduled backups are kept (the newest; older ones are deleted)",

@@ -284,6 +284,7 @@ class Runtime:
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
         from lore.tools.feature import tools_feature
+        from lore.tools.mcp_feature import mcp_feature
 
         return [
             core_feature(self),
@@ -292,6 +293,7 @@ class Runtime:
             sessions_feature(self),
             search_feature(self),
             tools_feature(self),
+            mcp_feature(self),
         ]
 
     @cached_property
@@ -302,6 +304,8 @@ class Runtime:
         for feature in self.features:
             for tool in feature.tools:
                 registry.add(tool, owner_only=feature.owner_only)
+            for source in feature.tool_sources:
+                registry.add_source(source)
         return registry
 
     @cached_property
@@ -350,6 +354,9 @@ class Runtime:
     async def aclose(self) -> None:
         if "background" in self.__dict__:
             await self.background.drain()
+        for feature in self.__dict__.get("features", []):  # only those built
+            for stop in feature.on_close:
+                await stop()
         for provider in [self._provider, *self._named_providers.values()]:
             if provider is not None:
                 await provider.aclose()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from lore.core.services import Services
 
 if TYPE_CHECKING:
-    from lore.core.tools import Tool, ToolContext
+    from lore.core.tools import Tool, ToolContext, ToolSource
     from lore.events import CommandOutput, Emit, Trust
     from lore.llm.base import Message
     from lore.ports.sessions import ArchivedSession, LiveSession
@@ -110,6 +110,10 @@ class Feature:
     memory_forgotten: Sequence[MemoryForgotten] = ()
     # Tools only the owner's conversations may see (file and shell tools).
     owner_only: bool = False
+    # Tools found at run time (an MCP server's), always owner-only.
+    tool_sources: Sequence[ToolSource] = ()
+    # Work when Lore stops (the runtime's aclose): stop what the feature started.
+    on_close: Sequence[Callable[[], Awaitable[None]]] = ()
 
 
 class Assembled(Services, Protocol):

@@ -2,14 +2,15 @@
 
 A tool raises `ToolError` for anything the model should hear about (bad id, refused
 content); the registry turns that, an unknown tool name, or malformed arguments into an
-error result, so a tool round never ends the turn.
+error result, so a tool round never ends the turn. Tools known only at run time (an MCP
+server's) come from a `ToolSource`, which `prepare` lets look them up before a turn.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from lore.metrics import METRICS
 if TYPE_CHECKING:
     from lore.core.approval import Approver
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult"]
+__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "ToolSource"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,18 @@ class Tool(Protocol):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str: ...
 
 
+class ToolSource(Protocol):
+    """Tools that are only known once something was asked (an MCP server's list)."""
+
+    async def prepare(self, ctx: ToolContext) -> None:
+        """Look the tools up for the turn in `ctx`; never raises."""
+        ...
+
+    def tools(self) -> Sequence[Tool]:
+        """The tools known now."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolResult:
     call: ToolCall
@@ -78,6 +91,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._owner_only: set[str] = set()
+        self._sources: list[ToolSource] = []  # owner-only, their names after the others
         for tool in tools:
             self.add(tool)
 
@@ -88,29 +102,50 @@ class ToolRegistry:
         if owner_only:
             self._owner_only.add(tool.name)
 
+    def add_source(self, source: ToolSource) -> None:
+        """Tools found at run time, offered only to the owner; a name taken by a tool
+        added with `add` stays that tool's."""
+        self._sources.append(source)
+
+    async def prepare(self, ctx: ToolContext) -> None:
+        """Let each source look its tools up, when this turn may see them."""
+        if ctx.owner and ctx.tools_enabled:
+            for source in self._sources:
+                await source.prepare(ctx)
+
     def names(self, ctx: ToolContext | None = None) -> list[str]:
-        return [name for name in self._tools if self._visible(name, ctx)]
+        return [name for name in self._all() if self._visible(name, ctx)]
 
     def specs(self, ctx: ToolContext | None = None) -> list[ToolSpec]:
         """The tools offered to the model; owner-only ones only to the owner."""
         return [
             ToolSpec(t.name, t.description, t.parameters)
-            for t in self._tools.values()
+            for t in self._all().values()
             if self._visible(t.name, ctx)
         ]
 
+    def _all(self) -> dict[str, Tool]:
+        if not self._sources:
+            return self._tools
+        found = dict(self._tools)
+        for source in self._sources:
+            for tool in source.tools():
+                found.setdefault(tool.name, tool)
+        return found
+
     def _visible(self, name: str, ctx: ToolContext | None) -> bool:
-        return name not in self._owner_only or ctx is None or ctx.owner
+        owner_only = name in self._owner_only or name not in self._tools
+        return not owner_only or ctx is None or ctx.owner
 
     async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         result = await self._call(call, ctx)
         # A name the model made up is counted as one label, never as itself.
-        name = call.name if call.name in self._tools else "(unknown)"
+        name = call.name if call.name in self._all() else "(unknown)"
         METRICS.count("lore_tool_calls", tool=name, outcome="error" if result.is_error else "ok")
         return result
 
     async def _call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        tool = self._tools.get(call.name) if self._visible(call.name, ctx) else None
+        tool = self._all().get(call.name) if self._visible(call.name, ctx) else None
         if tool is None:
             known = ", ".join(self.names(ctx)) or "none"
             return ToolResult(call, f"Error: unknown tool {call.name!r}. Tools: {known}.", True)

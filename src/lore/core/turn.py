@@ -125,6 +125,8 @@ class TurnRunner:
 
             try:
                 provider = lore.provider
+                if provider.supports_tools:
+                    await lore.tools.prepare(ctx)  # an MCP server starts on first need
                 system = self.system_prompt(ctx)
                 fixed = self._fixed_tokens(system, user, ctx)
                 window = history_window(
