@@ -47,7 +47,7 @@ def _complete(line: str, tmp_path: Path) -> list[str]:
 
 def test_bash_completes_a_command_from_its_first_letters(tmp_path: Path) -> None:
     assert _complete("lore rem", tmp_path) == ["remind"]
-    assert _complete("lore s", tmp_path) == ["serve", "sessions", "skills"]
+    assert _complete("lore s", tmp_path) == ["serve", "service", "sessions", "skills"]
 
 
 def test_bash_completes_a_subcommand_and_an_option(tmp_path: Path) -> None:
