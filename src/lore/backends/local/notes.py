@@ -53,6 +53,7 @@ class LocalNotes:
         with locked_file(self._lock):
             for n in range(1, 100):
                 name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
+                (self.dir / name).parent.mkdir(parents=True, exist_ok=True)  # memory/imported/…
                 try:
                     handle = (self.dir / name).open("x", encoding="utf-8")
                 except FileExistsError:
