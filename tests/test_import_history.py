@@ -295,3 +295,22 @@ def test_import_copies_nothing_of_the_source_folder_but_its_notes(
     _run(capsys, "import", "markdown", str(vault))
     names = {p.name for p in (cli.config.workspace / "memory" / "imported").rglob("*")}
     assert "app.json" not in names and ".obsidian" not in names
+
+
+def test_an_import_shows_its_progress_on_a_terminal(
+    cli: Runtime, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["import", "chatgpt", str(CHATGPT)]) == 0
+    shown = terminal.getvalue()
+    assert "\rimporting " in shown and " 3/3" in shown
+    assert "\rindexing " in shown
+    assert "Imported 3 conversations" in capsys.readouterr().out  # the result on stdout

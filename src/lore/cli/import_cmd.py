@@ -98,7 +98,6 @@ def register(subparsers: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lore.search import searcher
     from lore.search.rebuild import Progress
     from lore.sessions.export_formats import read_export
     from lore.sessions.importing import apply_import, plan_import
@@ -129,7 +128,7 @@ def _import(args: argparse.Namespace) -> int:
             progress=progress.advance,
         )
         progress.close()
-        searcher(lore).refresh(files=True)  # searchable by its words now, by meaning later
+        _index(lore, [item["session_id"] for item in record.sessions])
     if args.json:
         print_json({"id": record.id if total else None, "dry_run": False, **summary})
         return 0
@@ -139,6 +138,24 @@ def _import(args: argparse.Namespace) -> int:
     _print_plan(summary, dry_run=False)
     print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
     return 0
+
+
+def _index(lore: Runtime, session_ids: list[str]) -> None:
+    """The imported sessions searchable by their words now (with a progress bar: this is
+    the slow part of a large import), by their meaning once `lore serve` embeds them."""
+    from lore.search import searcher, sources
+    from lore.search.rebuild import Progress
+
+    search = searcher(lore)
+    archive = lore.sessions.archive
+    wanted = set(session_ids)
+    entries = [entry for entry in archive.entries() if entry.session_id in wanted]
+    progress = Progress(len(entries), "indexing", stream=sys.stderr)
+    for entry in entries:
+        sources.index_session(search.index, archive, entry, zone=lore.zone)
+        progress.advance()
+    progress.close()
+    search.refresh(files=True)  # the notes, and anything else written meanwhile
 
 
 def _print_plan(summary: dict[str, Any], *, dry_run: bool) -> None:
