@@ -49,7 +49,9 @@ def register(subparsers: Any) -> None:
         action = actions.add_parser(
             source, help=f"import {what.split(':')[0]}", description=f"Import {what} {_EXTRACTION}"
         )
-        action.add_argument("path", metavar="PATH", help="the export file, folder or zip")
+        action.add_argument(
+            "path", metavar="PATH", type=_path, help="the export file, folder or zip"
+        )
         add_common(action)
         action.add_argument(
             "--scope",
@@ -231,6 +233,13 @@ def _undo(args: argparse.Namespace) -> int:
         f"Removed import {record.id}: {counted(removed, 'session')} and {counted(notes, 'note')}."
     )
     return 0
+
+
+def _path(text: str) -> str:
+    """An empty PATH would read as the current folder: name it or pass `.`."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("PATH is empty: name the export file or folder")
+    return text
 
 
 def _ledger(lore: Runtime) -> Any:

@@ -72,7 +72,7 @@ class ArchivedSession:
     transcript_path: str  # relative to Lore's home
     memory_path: str | None = None  # summary (or raw digest) file, relative to home
     summary: str = "pending"  # pending | written | raw | skipped
-    reason: str = "new"  # new | idle
+    reason: str = "new"  # new | idle | import (brought from another assistant)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
