@@ -314,3 +314,20 @@ def test_an_import_shows_its_progress_on_a_terminal(
     assert "\rimporting " in shown and " 3/3" in shown
     assert "\rindexing " in shown
     assert "Imported 3 conversations" in capsys.readouterr().out  # the result on stdout
+
+
+def test_forget_everywhere_reaches_an_imports_record_and_undo_still_works_after(
+    cli: Runtime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if cli.config.database_url:
+        pytest.skip("forget everywhere on PostgreSQL is held by its own tests")
+    done = _json(capsys, "import", "chatgpt", str(CHATGPT))
+    assert isinstance(done, dict)
+    out = _run(capsys, "forget", "--everywhere", "--phrase", "Japan trip", "--yes")
+    assert f"imports/{done['id']}.json" in out and "no copy is left" in out, out
+    listed = _json(capsys, "sessions", "list")
+    assert isinstance(listed, list)
+    assert "Visa for the [forgotten]" in {s["title"] for s in listed}
+    assert "3 sessions" in _run(capsys, "import", "undo", str(done["id"]))
+    assert cli.sessions.archive.entries() == []
+    assert list((cli.config.sessions_dir / "archive").glob("*.jsonl")) == []
