@@ -331,3 +331,25 @@ def test_forget_everywhere_reaches_an_imports_record_and_undo_still_works_after(
     assert "3 sessions" in _run(capsys, "import", "undo", str(done["id"]))
     assert cli.sessions.archive.entries() == []
     assert list((cli.config.sessions_dir / "archive").glob("*.jsonl")) == []
+
+
+def test_undo_leaves_a_note_edited_since_or_written_by_another_import(
+    cli: Runtime, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "first"
+    (first / "Travel").mkdir(parents=True)
+    (first / "Travel" / "Japan visa.md").write_text("# Japan visa\n\nold text\n")
+    (first / "Рецепты.md").write_text("# Рецепты\n\nблины\n")
+    _run(capsys, "import", "markdown", str(first))
+    imported = cli.config.workspace / "memory" / "imported"
+    edited = imported / "Рецепты.md"
+    edited.write_text("# Рецепты\n\nблины, и ещё борщ\n", encoding="utf-8")
+    second = _json(capsys, "import", "markdown", str(VAULT))  # same paths: -2 names
+    assert isinstance(second, dict)
+    assert (imported / "Travel" / "Japan visa-2.md").is_file()
+    assert "3 notes" in _run(capsys, "import", "undo", str(second["id"]))
+    assert (imported / "Travel" / "Japan visa.md").read_text() == "# Japan visa\n\nold text\n"
+    assert not (imported / "Travel" / "Japan visa-2.md").exists()
+    first_id = _json(capsys, "import", "list")[0]["id"]  # type: ignore[index]
+    assert "1 note" in _run(capsys, "import", "undo", str(first_id))  # the edited one stays
+    assert "ещё борщ" in edited.read_text(encoding="utf-8")

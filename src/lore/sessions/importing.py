@@ -17,14 +17,14 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInputError
 from lore.files import atomic_write
 from lore.ports.sessions import ArchivedSession, SessionMeta
-from lore.sessions.export_formats import Conversation, Export, ImportedNote, Skipped
+from lore.sessions.export_formats import Conversation, Export, ImportedNote
 from lore.text import slugify
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class ImportRecord:
     skipped: list[dict[str, str]] = field(default_factory=list)
     already_imported: int = 0
     undone_at: str | None = None  # kept, undone, so the list shows what happened
+    number: int = 0  # 1 for the home's first import, and so on: the order they were made
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +104,7 @@ class ImportRecord:
             "skipped": self.skipped,
             "already_imported": self.already_imported,
             "undone_at": self.undone_at,
+            "number": self.number,
         }
 
     @classmethod
@@ -119,6 +121,7 @@ class ImportRecord:
             skipped=list(data.get("skipped") or []),
             already_imported=int(data.get("already_imported", 0)),
             undone_at=data.get("undone_at"),
+            number=int(data.get("number", 0)),
         )
 
 
@@ -135,7 +138,7 @@ class ImportLedger:
                 found.append(ImportRecord.from_dict(json.loads(path.read_bytes())))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a record that cannot be read names nothing to skip or undo
-        return sorted(found, key=lambda r: r.started_at)
+        return sorted(found, key=lambda r: (r.number, r.started_at))
 
     def get(self, import_id: str) -> ImportRecord:
         wanted = import_id.strip().lower()
@@ -203,11 +206,11 @@ def apply_import(
     is the workspace the notes' paths are relative to."""
     started = clock().isoformat(timespec="seconds")
     hashes = [c.content_hash for c in plan.conversations] + [n.content_hash for n in plan.notes]
+    number = max((r.number for r in ledger.records()), default=0) + 1
     record = ImportRecord(
-        # Named by what it brings and when: no two imports share an id.
-        id=hashlib.sha256(
-            repr((len(ledger.records()), started, plan.export.source, hashes)).encode()
-        ).hexdigest()[:12],
+        # Named by its place in the home's imports and what it brings: ids never repeat.
+        id=_import_id(number, started, plan.export.source, hashes),
+        number=number,
         source=plan.export.source,
         path=plan.export.path,
         scope=scope,
@@ -216,7 +219,10 @@ def apply_import(
             {"session_id": uuid.uuid4().hex, "title": c.title, "hash": c.content_hash}
             for c in plan.conversations
         ],
-        notes=[{"path": f"memory/{_note_stem(n)}.md", "hash": n.content_hash} for n in plan.notes],
+        notes=[
+            {"path": f"memory/{_note_stem(n)}.md", "relative": n.relative, "hash": n.content_hash}
+            for n in plan.notes
+        ],
         skipped=[{"item": s.item, "reason": s.reason} for s in plan.export.skipped],
         already_imported=plan.already_imported,
     )
@@ -258,7 +264,7 @@ def undo_import(
     files = 0
     for item in record.notes:
         path = workspace / item["path"]
-        if _is_imported_note(workspace, path) and path.is_file():
+        if _is_imported_note(workspace, path) and _unchanged(path, item):
             path.unlink()
             files += 1
             _prune_empty(path.parent, workspace / "memory" / IMPORTED_NOTES)
@@ -316,6 +322,21 @@ def _archive_conversation(
     return entry
 
 
+def _import_id(number: int, started: str, source: str, hashes: list[str]) -> str:
+    return hashlib.sha256(repr((number, started, source, hashes)).encode()).hexdigest()[:12]
+
+
+def _unchanged(path: Path, item: dict[str, str]) -> bool:
+    """Is the file still the note this import wrote? Another note at the same path (an
+    earlier import's) or one edited since is left where it is."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    written = ImportedNote(item.get("relative", ""), text, datetime.fromtimestamp(0, UTC))
+    return written.content_hash == item["hash"]
+
+
 def _note_stem(note: ImportedNote) -> str:
     return f"{IMPORTED_NOTES}/{note.relative.removesuffix('.md')}"
 
@@ -332,18 +353,3 @@ def _prune_empty(folder: Path, root: Path) -> None:
         except OSError:
             return
         folder = folder.parent
-
-
-def skipped_lines(skipped: list[Skipped] | list[dict[str, str]]) -> list[str]:
-    lines = []
-    for item in skipped:
-        name, reason = (
-            (item.item, item.reason)
-            if isinstance(item, Skipped)
-            else (
-                item["item"],
-                item["reason"],
-            )
-        )
-        lines.append(f"  skipped {name}: {reason}")
-    return lines
