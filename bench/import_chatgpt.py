@@ -134,7 +134,12 @@ def main() -> int:
         ledger = ImportLedger(config.home / "imports")
         try:
             started = time.perf_counter()
-            plan = plan_import(read_export("chatgpt", path), ledger)
+            plan = plan_import(
+                read_export("chatgpt", path),
+                ledger,
+                sessions=lore.sessions,
+                workspace=config.workspace,
+            )
             figures["read_and_check"] = time.perf_counter() - started
             assert plan.messages == args.messages, plan.messages
 
@@ -156,7 +161,12 @@ def main() -> int:
             figures["index_words"] = time.perf_counter() - started
 
             started = time.perf_counter()
-            again = plan_import(read_export("chatgpt", path), ledger)
+            again = plan_import(
+                read_export("chatgpt", path),
+                ledger,
+                sessions=lore.sessions,
+                workspace=config.workspace,
+            )
             figures["second_import"] = time.perf_counter() - started
             assert not again.conversations and again.already_imported == args.conversations
             archived = len(lore.sessions.archive.entries())

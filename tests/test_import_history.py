@@ -272,6 +272,32 @@ def test_an_import_stopped_part_way_can_be_undone(
     assert cli.sessions.archive.entries() == []
 
 
+def test_importing_again_after_a_stopped_import_brings_in_the_rest(
+    cli: Runtime, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lore.sessions import importing
+
+    written = 0
+    real = importing._archive_conversation
+
+    def dies_on_the_third(*args: object, **kwargs: object) -> object:
+        nonlocal written
+        if written == 2:
+            raise KeyboardInterrupt
+        written += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importing, "_archive_conversation", dies_on_the_third)
+    assert main(["import", "chatgpt", str(CHATGPT)]) == 130
+    monkeypatch.setattr(importing, "_archive_conversation", real)
+    rest = _json(capsys, "import", "chatgpt", str(CHATGPT))
+    assert isinstance(rest, dict)
+    assert rest["titles"] == ["Билеты на поезд"] and rest["already_imported"] == 2
+    listed = _json(capsys, "sessions", "list")
+    assert isinstance(listed, list) and len(listed) == 3
+    assert "Nothing new to import" in _run(capsys, "import", "chatgpt", str(CHATGPT))
+
+
 def test_forget_everywhere_reaches_imported_transcripts_and_notes(
     cli: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -108,7 +108,13 @@ def _import(args: argparse.Namespace) -> int:
     with runtime(args) as lore:
         since = _since(args.since, lore)
         export = read_export(args.source, Path(args.path).expanduser())
-        plan = plan_import(export, _ledger(lore), since=since)
+        plan = plan_import(
+            export,
+            _ledger(lore),
+            sessions=lore.sessions,
+            workspace=lore.config.workspace,
+            since=since,
+        )
         summary = plan.summary()
         if args.dry_run:
             if args.json:

@@ -155,21 +155,37 @@ class ImportLedger:
         data = json.dumps(record.to_dict(), ensure_ascii=False, indent=1).encode("utf-8")
         atomic_write(self.dir / f"{record.id}.json", data + b"\n")
 
-    def known_hashes(self) -> set[str]:
-        return {
-            item["hash"]
-            for record in self.records()
-            if record.undone_at is None
-            for item in [*record.sessions, *record.notes]
-            if "hash" in item
-        }
+    def known_hashes(self, archived: set[str], workspace: Path) -> set[str]:
+        """The content hashes imports brought in and did not undo. Of an import stopped
+        part-way only what it wrote counts (`archived`: the session ids the archive
+        holds), so importing again brings in the rest."""
+        known = set()
+        for record in self.records():
+            if record.undone_at is not None:
+                continue
+            done = record.finished_at is not None
+            known |= {
+                item["hash"] for item in record.sessions if done or item["session_id"] in archived
+            }
+            known |= {
+                item["hash"]
+                for item in record.notes
+                if done or _unchanged(workspace / item["path"], item)
+            }
+        return known
 
 
 def plan_import(
-    export: Export, ledger: ImportLedger, *, since: datetime | None = None
+    export: Export,
+    ledger: ImportLedger,
+    *,
+    sessions: SessionStore,
+    workspace: Path,
+    since: datetime | None = None,
 ) -> ImportPlan:
     """What importing `export` would add: what no earlier import holds, from `since` on."""
-    known = ledger.known_hashes()
+    archived = {entry.session_id for entry in sessions.archive.entries()}
+    known = ledger.known_hashes(archived, workspace)
     plan = ImportPlan(export, [], [], 0, 0)
     for conversation in export.conversations:
         if since is not None and conversation.updated_at < since:
