@@ -379,3 +379,14 @@ def test_undo_leaves_a_note_edited_since_or_written_by_another_import(
     first_id = _json(capsys, "import", "list")[0]["id"]  # type: ignore[index]
     assert "1 note" in _run(capsys, "import", "undo", str(first_id))  # the edited one stays
     assert "ещё борщ" in edited.read_text(encoding="utf-8")
+
+
+def test_help_says_plainly_that_no_memories_are_extracted_yet(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for source in ("chatgpt", "claude", "markdown"):
+        with pytest.raises(SystemExit):
+            main(["import", source, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        assert "Memories are not extracted from imported conversations yet" in shown
+        assert "--no-extract" in shown and "the only behaviour for now" in shown
