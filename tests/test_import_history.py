@@ -301,8 +301,6 @@ def test_importing_again_after_a_stopped_import_brings_in_the_rest(
 def test_forget_everywhere_reaches_imported_transcripts_and_notes(
     cli: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if cli.config.database_url:
-        pytest.skip("forget everywhere on PostgreSQL is held by its own tests")
     _run(capsys, "import", "chatgpt", str(CHATGPT))
     _run(capsys, "import", "markdown", str(VAULT))
     out = _run(capsys, "forget", "--everywhere", "--phrase", "Taiwanese passport", "--yes")
@@ -311,6 +309,10 @@ def test_forget_everywhere_reaches_imported_transcripts_and_notes(
         if path.is_file() and path.suffix in (".jsonl", ".md"):
             assert "taiwanese passport" not in path.read_text(encoding="utf-8").casefold(), path
     assert "Taiwanese passport" not in json.dumps(_json(capsys, "memory", "search", "Taiwanese"))
+    archive = build(cli.config).sessions.archive  # on PostgreSQL, the transcripts are rows
+    stored = [archive.read_messages(entry)[0] for entry in archive.entries()]
+    assert len(stored) == 3 and "[forgotten]" in json.dumps(stored)
+    assert "taiwanese passport" not in json.dumps(stored, ensure_ascii=False).casefold()
 
 
 def test_import_copies_nothing_of_the_source_folder_but_its_notes(
@@ -345,8 +347,6 @@ def test_an_import_shows_its_progress_on_a_terminal(
 def test_forget_everywhere_reaches_an_imports_record_and_undo_still_works_after(
     cli: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if cli.config.database_url:
-        pytest.skip("forget everywhere on PostgreSQL is held by its own tests")
     done = _json(capsys, "import", "chatgpt", str(CHATGPT))
     assert isinstance(done, dict)
     out = _run(capsys, "forget", "--everywhere", "--phrase", "Japan trip", "--yes")
