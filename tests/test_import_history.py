@@ -232,6 +232,8 @@ def test_undo_removes_one_import_whole_and_it_can_be_imported_again(
     out = _run(capsys, "import", "undo", str(notes["id"]))
     assert "0 sessions and 3 notes" in out
     assert not (cli.config.workspace / "memory" / "imported").exists()
+    records = cli.config.workspace / "memory" / ".notes.jsonl"  # the notes' text, recorded
+    assert "Борщ" not in records.read_text(encoding="utf-8")
     assert "Рецепты" not in json.dumps(_json(capsys, "memory", "search", "борщ"))
 
     again = _json(capsys, "import", "chatgpt", str(CHATGPT))

@@ -224,6 +224,7 @@ def _undo(args: argparse.Namespace) -> int:
         removed, notes = undo_import(
             record,
             sessions=lore.sessions,
+            notes=lore.notes,
             workspace=lore.config.workspace,
             ledger=ledger,
             now=lore.clock.now(),

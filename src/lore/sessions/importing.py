@@ -267,6 +267,7 @@ def undo_import(
     record: ImportRecord,
     *,
     sessions: SessionStore,
+    notes: NotesStore,
     workspace: Path,
     ledger: ImportLedger,
     now: datetime,
@@ -281,7 +282,7 @@ def undo_import(
     for item in record.notes:
         path = workspace / item["path"]
         if _is_imported_note(workspace, path) and _unchanged(path, item):
-            path.unlink()
+            notes.delete(item["path"])
             files += 1
             _prune_empty(path.parent, workspace / "memory" / IMPORTED_NOTES)
     record.undone_at = now.isoformat(timespec="seconds")
