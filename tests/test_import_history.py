@@ -392,3 +392,18 @@ def test_help_says_plainly_that_no_memories_are_extracted_yet(
         shown = " ".join(capsys.readouterr().out.split())
         assert "Memories are not extracted from imported conversations yet" in shown
         assert "--no-extract" in shown and "the only behaviour for now" in shown
+
+
+def test_a_backup_keeps_the_imports_so_a_restored_home_imports_nothing_twice(
+    cli: Runtime, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if cli.config.database_url:
+        pytest.skip("lore backup copies a SQLite home")
+    done = _json(capsys, "import", "chatgpt", str(CHATGPT))
+    assert isinstance(done, dict)
+    saved = tmp_path / "lore-backup.tar.gz"
+    _run(capsys, "backup", str(saved))
+    _run(capsys, "import", "undo", str(done["id"]))  # the home moves on after the backup
+    _run(capsys, "restore", str(saved), "--force")
+    assert "Nothing new to import" in _run(capsys, "import", "chatgpt", str(CHATGPT))
+    assert "3 sessions" in _run(capsys, "import", "undo", str(done["id"]))
