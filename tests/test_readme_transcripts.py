@@ -234,6 +234,18 @@ def _family_group(replay: Replay) -> None:
     runtime.close()
 
 
+def _chatgpt_export(replay: Replay) -> None:
+    """~/Downloads/chatgpt-export.zip: a ChatGPT data export (tests/fixtures/import/)."""
+    import zipfile
+
+    fixture = Path(__file__).parent / "fixtures" / "import" / "chatgpt-conversations.json"
+    downloads = replay.homes.fake_home / "Downloads"
+    downloads.mkdir(exist_ok=True)
+    with zipfile.ZipFile(downloads / "chatgpt-export.zip", "w") as export:
+        export.writestr("chat.html", "<html></html>")
+        export.writestr("conversations.json", fixture.read_text(encoding="utf-8"))
+
+
 # What a block's marker can ask to have done to its home before it is replayed.
 SETUPS: dict[str, Callable[[Replay], None]] = {
     "damaged-db": _damaged_database,
@@ -241,6 +253,7 @@ SETUPS: dict[str, Callable[[Replay], None]] = {
     "postgres": _postgres,
     "garden": _garden,
     "family-group": _family_group,
+    "chatgpt-export": _chatgpt_export,
 }
 
 

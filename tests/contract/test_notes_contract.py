@@ -100,3 +100,23 @@ def test_a_stem_with_every_name_taken_is_an_error(notes: NotesStore) -> None:
         notes.create("busy", "x", scope=HOME, at=AT)
     with pytest.raises(LoreError, match="all names taken"):
         notes.create("busy", "x", scope=HOME, at=AT)
+
+
+def test_create_makes_the_folders_of_a_stem_below_memory(backend: Backend) -> None:
+    note = backend.notes.create("imported/日记/2024-06-11", "# 花莲\n", scope=HOME, at=AT)
+    assert note.path == "memory/imported/日记/2024-06-11.md"
+    assert backend.reopen().notes.notes(note.path) == [note]
+
+
+def test_a_deleted_file_leaves_no_record_and_the_others_stay(backend: Backend) -> None:
+    gone = backend.notes.create("imported/visa", "Taiwanese passports", scope=HOME, at=AT)
+    kept = backend.notes.append(DAY, "记住这个", scope=GROUP, title="t", at=AT, file_title="d")
+    assert backend.notes.delete(gone.path) is True
+    reopened = backend.reopen().notes
+    assert reopened.notes(gone.path) == [] and reopened.paths() == {DAY}
+    assert reopened.notes(DAY) == [kept]
+    assert backend.notes.delete(gone.path) is False  # again: nothing left
+    again = backend.notes.create("imported/visa", "new text", scope=HOME, at=AT)
+    assert again.path == gone.path  # the name is free again
+    with pytest.raises(ValueError, match="memory/"):
+        backend.notes.delete("../outside.md")

@@ -545,3 +545,49 @@ def test_a_replys_why_record_is_kept_through_reload_and_archive(backend: Backend
     entry = close(backend.sessions)
     assert entry is not None
     assert backend.reopen().sessions.archive.read_messages(entry)[0][1]["why"] == why
+
+
+# -- transcripts written without a live session (an import) and removed ------------------
+
+
+def test_a_transcript_written_and_indexed_directly_reads_back_with_its_metadata(
+    backend: Backend,
+) -> None:
+    from lore.ports.sessions import SessionMeta
+
+    archive = backend.sessions.archive
+    meta = SessionMeta(
+        "imported-1",
+        KEY,
+        "2024-03-01T10:00:00+00:00",
+        "2024-03-01T10:05:00+00:00",
+        extra={"title": "签证 visa", "source": "chatgpt"},
+    )
+    entry = archive.write_transcript(
+        meta, MESSAGES[:2], ended_at=ENDED, zone=TAIPEI, slug="visa", reason="import", fault=None
+    )
+    archive.append_index(entry)
+    assert backend.sessions.live_keys() == []  # no live session was made
+    found = backend.reopen().sessions.archive
+    stored = found.get("imported-1")
+    assert stored is not None and stored.created_at == "2024-03-01T10:00:00+00:00"
+    assert found.read_messages(stored)[0] == MESSAGES[:2]
+    assert found.metadata(stored)["extra"] == {"title": "签证 visa", "source": "chatgpt"}
+
+
+def test_removed_sessions_leave_the_index_and_their_transcripts(backend: Backend) -> None:
+    archive = backend.sessions.archive
+    backend.sessions.live(KEY).append(MESSAGES)
+    first = close(backend.sessions)
+    backend.sessions.live(GROUP).append(MESSAGES[:2])
+    second = close(backend.sessions, GROUP)
+    assert first is not None and second is not None
+    before = archive.stamp()
+    assert archive.remove([first.session_id, "no-such-session"]) == 1
+    assert archive.stamp() != before
+    reopened = backend.reopen().sessions.archive
+    assert [e.session_id for e in reopened.entries()] == [second.session_id]
+    assert reopened.get(first.session_id) is None
+    with pytest.raises(SessionError):
+        reopened.read_messages(first)
+    assert archive.remove([first.session_id]) == 0  # again: nothing left to do

@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "memory",
     "remind",
     "sessions",
+    "import_cmd",
     "skills",
     "dream",
     "index",

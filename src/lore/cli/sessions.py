@@ -95,6 +95,7 @@ def _count(lowest: int) -> Callable[[str], int]:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from lore.sessions.importing import session_source
     from lore.sessions.tools import describe_session
 
     lore = load_runtime(args)
@@ -106,15 +107,24 @@ def _list(args: argparse.Namespace) -> int:
         entries = [e for e in entries if args.slug.lower() in e.slug.lower()]
     entries = sorted(reversed(entries), key=lambda e: e.ended_at, reverse=True)
     entries = entries[: args.limit]
+    # Title and source: what an imported conversation's metadata records (none for others).
+    origins = [session_source(lore.sessions.archive.metadata(e)) for e in entries]
     if args.json:
-        print_json([e.to_dict() for e in entries])
+        print_json(
+            [
+                {**e.to_dict(), "title": title or None, "source": source or None}
+                for e, (title, source) in zip(entries, origins, strict=True)
+            ]
+        )
         return 0
     if not entries:
         print("No closed sessions yet.")
         return 0
-    for entry in entries:
+    for entry, (title, source) in zip(entries, origins, strict=True):
         print(f"{entry.key}")
         print(describe_session(entry, lore.zone))
+        if source:
+            print(f"  title: {title or '(untitled)'} · imported from {source}")
     return 0
 
 

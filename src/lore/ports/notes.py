@@ -97,6 +97,10 @@ class NotesStore(Protocol):
     def paths(self) -> set[str]:
         """Every file some note is rendered into."""
 
+    def delete(self, path: str) -> bool:
+        """Remove the file and every record naming it (the records first), so its text is
+        left nowhere the store keeps it (undoing an import); False when neither was there."""
+
 
 class HistoryLog(Protocol):
     """Summaries of conversation that left the window, in cursor order. The suite in

@@ -72,7 +72,7 @@ class ArchivedSession:
     transcript_path: str  # relative to Lore's home
     memory_path: str | None = None  # summary (or raw digest) file, relative to home
     summary: str = "pending"  # pending | written | raw | skipped
-    reason: str = "new"  # new | idle
+    reason: str = "new"  # new | idle | import (brought from another assistant)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +171,32 @@ class SessionArchive(Protocol):
 
     def stamp(self) -> tuple[int, int] | None:
         """Changes whenever a session is archived or linked (the index re-syncs then)."""
+
+    def metadata(self, entry: ArchivedSession) -> dict[str, Any]:
+        """The live session's metadata kept with a transcript (last_consolidated, extra);
+        {} when it has none."""
+
+    def write_transcript(
+        self,
+        meta: SessionMeta,
+        messages: list[Message],
+        *,
+        ended_at: datetime,
+        zone: tzinfo,
+        slug: str,
+        reason: str,
+        fault: FaultHook | None,
+    ) -> ArchivedSession:
+        """Store an exact transcript, whole or not at all, not indexed yet (a close, or a
+        conversation imported from elsewhere, which never was a live session here)."""
+
+    def append_index(self, entry: ArchivedSession) -> None:
+        """Index a stored transcript, last in close order."""
+
+    def remove(self, session_ids: list[str]) -> int:
+        """Take these sessions out of the index and delete their transcripts, as one
+        write (undoing an import); how many were there. Unknown ids are ignored, so
+        running it again changes nothing; `stamp` changes when any was removed."""
 
 
 class SessionStore(Protocol):

@@ -260,9 +260,11 @@ def _file_title(text: str) -> str:
 
 
 def sync_notes(index: SearchIndex, root: Path, notes: NotesStore) -> int:
-    """Bring MEMORY.md and memory/*.md up to date; returns how many files were re-indexed."""
+    """Bring MEMORY.md, memory/*.md and the notes imported under memory/imported/ up to
+    date; returns how many files were re-indexed."""
     present: dict[str, Path] = {}
-    for path in [root / "MEMORY.md", *sorted((root / "memory").glob("*.md"))]:
+    imported = sorted((root / "memory" / "imported").rglob("*.md"))  # lore import markdown
+    for path in [root / "MEMORY.md", *sorted((root / "memory").glob("*.md")), *imported]:
         if path.is_file():
             present[path.relative_to(root).as_posix()] = path
     known = index.source_records("note")

@@ -46,6 +46,12 @@ class FakeNotes:
     def paths(self) -> set[str]:
         return {note.path for note in self._records}
 
+    def delete(self, path: str) -> bool:
+        path = _checked(path)
+        before = len(self._records)
+        self._records = [note for note in self._records if note.path != path]
+        return self._files.pop(path, None) is not None or len(self._records) != before
+
 
 def _checked(path: str) -> str:
     normal = posixpath.normpath(path)

@@ -35,6 +35,7 @@ class FakeArchive:
         self._index: dict[str, ArchivedSession] = {}  # in the order they were last closed
         self._changes = 0
         self._versions: dict[str, tuple[int, int]] = {}  # session id -> (write, messages)
+        self._metadata: dict[str, dict[str, Any]] = {}  # session id -> kept metadata
 
     @property
     def index_location(self) -> str:
@@ -101,6 +102,8 @@ class FakeArchive:
         )
         _step(fault, "archive_tmp_written")
         self._store(entry, [json_copy(m) for m in messages])
+        metadata = {"last_consolidated": meta.last_consolidated, "extra": meta.extra}
+        self._metadata[meta.session_id] = json_copy(metadata)
         return entry
 
     def _store(self, entry: ArchivedSession, messages: list[dict[str, Any]]) -> None:
@@ -114,6 +117,19 @@ class FakeArchive:
             entry = replace(entry, memory_path=earlier.memory_path)
         self._index[entry.session_id] = entry
         self._changes += 1
+
+    def metadata(self, entry: ArchivedSession) -> dict[str, Any]:
+        return json_copy(self._metadata.get(entry.session_id, {}))
+
+    def remove(self, session_ids: list[str]) -> int:
+        found = 0
+        for session_id in session_ids:
+            found += self._index.pop(session_id, None) is not None
+            self._transcripts.pop(session_id, None)
+            self._metadata.pop(session_id, None)
+        if found:
+            self._changes += 1
+        return found
 
     def written(self, session_id: str) -> ArchivedSession | None:
         """The session's transcript as last stored (its index entry may be older)."""

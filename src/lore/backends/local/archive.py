@@ -180,6 +180,28 @@ class SessionArchive:
                 )
         return added
 
+    def remove(self, session_ids: list[str]) -> int:
+        """One fsynced `removed` line per indexed session (readers drop it from then on),
+        then its transcript deleted; a crash between leaves a file the index no longer
+        names, and removing again deletes it."""
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        wanted = set(session_ids)
+        with locked_file(self._lock_path):
+            found = [entry for entry in self.entries() if entry.session_id in wanted]
+            if found:
+                self._append_locked(
+                    b"".join(
+                        _dumps({"_type": "removed", "session_id": e.session_id}) for e in found
+                    )
+                )
+        paths = [self.resolve(entry.transcript_path) for entry in found]
+        paths += [p for sid in wanted if (p := self._existing(sid)) is not None]
+        for path in paths:
+            path.unlink(missing_ok=True)
+        if paths:
+            fsync_dir(self.dir)
+        return len(found)
+
     def _append_index_line(self, data: dict[str, Any]) -> None:
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         with locked_file(self._lock_path):
@@ -206,6 +228,9 @@ class SessionArchive:
         merged: dict[str, ArchivedSession] = {}
         for data in self._index_lines():
             session_id = str(data.get("session_id", ""))
+            if data.get("_type") == "removed":
+                merged.pop(session_id, None)
+                continue
             try:
                 if data.get("_type") == "link":
                     if session_id in merged:

@@ -1,8 +1,8 @@
 """One-file backups of a Lore home: the database, the workspace, the sessions, the config.
 
 `backup` copies `lore.db` with SQLite's online backup (safe while Lore runs), reads every
-file of `workspace/` (its git history included), `sessions/` and `config.toml` once, and
-writes them into one tar.gz with `manifest.json`: each member's size and sha256. The
+file of `workspace/` (its git history included), `sessions/`, `imports/` and `config.toml`
+once, and writes them into one tar.gz with `manifest.json`: each member's size and sha256. The
 archive is written beside its destination, read back and checked against the manifest,
 and only then renamed into place. `restore` checks the same before it touches anything,
 unpacks into a new directory next to the home and swaps it in; a home that is not empty
@@ -29,7 +29,7 @@ __all__ = ["BackupReport", "backup", "read_verified", "restore"]
 
 MANIFEST = "manifest.json"
 FORMAT = "lore-backup"
-_DIRECTORIES = ("workspace", "sessions")
+_DIRECTORIES = ("workspace", "sessions", "imports")  # imports: what `lore import` made
 _FILES = ("config.toml",)
 _SKIPPED_SUFFIXES = (".lock", ".tmp", ".forget-tmp")
 

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from lore.files import cut_torn_tail, locked_file
+from lore.files import atomic_write, cut_torn_tail, locked_file
 from lore.ports.notes import Note
 
 __all__ = ["LocalNotes"]
@@ -53,6 +53,7 @@ class LocalNotes:
         with locked_file(self._lock):
             for n in range(1, 100):
                 name = f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
+                (self.dir / name).parent.mkdir(parents=True, exist_ok=True)  # memory/imported/…
                 try:
                     handle = (self.dir / name).open("x", encoding="utf-8")
                 except FileExistsError:
@@ -73,6 +74,21 @@ class LocalNotes:
 
     def paths(self) -> set[str]:
         return {note.path for note in self._read()}
+
+    def delete(self, path: str) -> bool:
+        file = self._file(path)
+        with locked_file(self._lock):
+            notes = self._read()
+            kept = [note for note in notes if note.path != path]
+            if len(kept) != len(notes):
+                lines = (
+                    json.dumps(asdict(n), ensure_ascii=False, separators=(",", ":")) + "\n"
+                    for n in kept
+                )
+                atomic_write(self.records, "".join(lines).encode("utf-8"))
+            existed = file.exists()
+            file.unlink(missing_ok=True)
+        return existed or len(kept) != len(notes)
 
     def _file(self, path: str) -> Path:
         file = (self.root / path).resolve()

@@ -214,6 +214,18 @@ class PostgresArchive:
                 (Jsonb(entry.to_dict()), entry.session_id),
             )
 
+    def remove(self, session_ids: list[str]) -> int:
+        """Delete the sessions and their messages in one transaction."""
+        with self.db.atomic() as conn:
+            rows = conn.execute(
+                "DELETE FROM archived_sessions WHERE session_id = ANY(%s)"
+                " RETURNING closed IS NOT NULL AS indexed",
+                (list(session_ids),),
+            ).fetchall()
+            if rows:
+                conn.execute("SELECT nextval('archive_changes')")
+        return sum(1 for row in rows if row["indexed"])
+
     def unindexed_moved_on(self) -> list[ArchivedSession]:
         """Transcripts stored but never indexed whose conversation has moved on."""
         rows = self.db.fetch_all(

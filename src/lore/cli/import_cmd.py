@@ -1,0 +1,267 @@
+"""`lore import chatgpt|claude|markdown PATH`, `lore import list` and `lore import undo ID`:
+bring another assistant's history (or a folder of notes) into the archive and the notes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from lore.cli.common import add_common, print_json, runtime, session_key, show_usage
+
+if TYPE_CHECKING:
+    from lore.runtime import Runtime
+
+__all__ = ["register"]
+
+_SOURCES = {
+    "chatgpt": "the ChatGPT data export: conversations.json, the folder it is in, or the "
+    "export's zip. Each conversation keeps the branch its user last saw (edited and "
+    "regenerated turns leave other branches), its user and assistant messages (no system "
+    "prompts, tool calls or hidden context), their times and its title.",
+    "claude": "the Claude export's conversations.json (or its folder or zip): each "
+    "conversation's human and assistant messages, their times and its name.",
+    "markdown": "a folder of Markdown notes (an Obsidian vault): each .md file, front matter "
+    "and all, becomes a note under memory/imported/ (hidden folders such as .obsidian are "
+    "left out).",
+}
+
+_EXTRACTION = (
+    "Memories are not extracted from imported conversations yet: they are archived "
+    "sessions, found by `lore memory search` and the assistant's search, and that is all "
+    "(--no-extract states it; it is the only behaviour for now)."
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "import",
+        help="bring history from ChatGPT, Claude or a folder of Markdown notes",
+        description="Import another assistant's conversations as archived sessions (with "
+        "their own dates, title and source, searchable at once) or a folder of notes. The "
+        "export is read and checked before anything is written; a damaged item is skipped "
+        "with its reason; importing the same export again adds nothing; `lore import undo "
+        "ID` removes one import whole. " + _EXTRACTION,
+    )
+    actions = parser.add_subparsers(dest="action", metavar="SOURCE")
+    for source, what in _SOURCES.items():
+        action = actions.add_parser(
+            source, help=f"import {what.split(':')[0]}", description=f"Import {what} {_EXTRACTION}"
+        )
+        action.add_argument(
+            "path", metavar="PATH", type=_path, help="the export file, folder or zip"
+        )
+        add_common(action)
+        action.add_argument(
+            "--scope",
+            "--session",
+            dest="session",
+            default="cli:default",
+            type=session_key,
+            metavar="KEY",
+            help="the conversation the history belongs to (default: cli:default, yours)",
+        )
+        action.add_argument(
+            "--dry-run", action="store_true", help="print what would be imported; write nothing"
+        )
+        action.add_argument(
+            "--no-extract",
+            action="store_true",
+            help="import without extracting memories (the only behaviour for now)",
+        )
+        action.add_argument(
+            "--since", metavar="DATE", help="only what changed on or after DATE (YYYY-MM-DD)"
+        )
+        action.add_argument("--json", action="store_true", help="print the result as JSON")
+        action.set_defaults(func=_import, source=source)
+
+    listing = actions.add_parser(
+        "list", help="the imports made, newest last", description="The imports made, newest last."
+    )
+    add_common(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_list)
+
+    undo = actions.add_parser(
+        "undo",
+        help="remove everything one import added",
+        description="Remove the sessions and notes one import added (from the archive, the "
+        "search index and the workspace) as one operation; the same export can then be "
+        "imported again.",
+    )
+    undo.add_argument("import_id", metavar="ID", help="the import's id (or its first characters)")
+    add_common(undo)
+    undo.add_argument("--json", action="store_true", help="print the result as JSON")
+    undo.set_defaults(func=_undo)
+    parser.set_defaults(func=lambda args: show_usage(parser))
+
+
+def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from lore.search.rebuild import Progress
+    from lore.sessions.export_formats import read_export
+    from lore.sessions.importing import apply_import, plan_import
+    from lore.text import counted
+
+    with runtime(args) as lore:
+        since = _since(args.since, lore)
+        export = read_export(args.source, Path(args.path).expanduser())
+        plan = plan_import(
+            export,
+            _ledger(lore),
+            sessions=lore.sessions,
+            workspace=lore.config.workspace,
+            since=since,
+        )
+        summary = plan.summary()
+        if args.dry_run:
+            if args.json:
+                print_json({"dry_run": True, **summary})
+            else:
+                _print_plan(summary, dry_run=True)
+            return 0
+        total = len(plan.conversations) + len(plan.notes)
+        progress = Progress(total, "importing", stream=sys.stderr)
+        record = apply_import(
+            plan,
+            sessions=lore.sessions,
+            notes=lore.notes,
+            notes_root=lore.config.workspace,
+            ledger=_ledger(lore),
+            scope=args.session,
+            zone=lore.zone,
+            clock=lore.clock.now,
+            progress=progress.advance,
+        )
+        progress.close()
+        _index(lore, [item["session_id"] for item in record.sessions])
+    if args.json:
+        print_json({"id": record.id if total else None, "dry_run": False, **summary})
+        return 0
+    if not total:
+        print(f"Nothing new to import ({counted(plan.already_imported, 'item')} already here).")
+        return 0
+    _print_plan(summary, dry_run=False)
+    print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
+    return 0
+
+
+def _index(lore: Runtime, session_ids: list[str]) -> None:
+    """The imported sessions searchable by their words now (with a progress bar: this is
+    the slow part of a large import), by their meaning once `lore serve` embeds them."""
+    from lore.search import searcher, sources
+    from lore.search.rebuild import Progress
+
+    search = searcher(lore)
+    archive = lore.sessions.archive
+    wanted = set(session_ids)
+    entries = [entry for entry in archive.entries() if entry.session_id in wanted]
+    progress = Progress(len(entries), "indexing", stream=sys.stderr)
+    for entry in entries:
+        sources.index_session(search.index, archive, entry, zone=lore.zone)
+        progress.advance()
+    progress.close()
+    search.refresh(files=True)  # the notes, and anything else written meanwhile
+
+
+def _print_plan(summary: dict[str, Any], *, dry_run: bool) -> None:
+    from lore.text import counted
+
+    verb = "Would import" if dry_run else "Imported"
+    if summary["source"] == "markdown":
+        print(f"{verb} {counted(summary['notes'], 'note')} from {summary['path']}.")
+    else:
+        print(
+            f"{verb} {counted(summary['conversations'], 'conversation')} "
+            f"({counted(summary['messages'], 'message')}) from {summary['path']}."
+        )
+    for title in summary["titles"][:5]:
+        print(f"  {title}")
+    if len(summary["titles"]) > 5:
+        print(f"  … and {len(summary['titles']) - 5} more")
+    if summary["already_imported"]:
+        print(f"Already imported, left out: {summary['already_imported']}.")
+    if summary["before_since"]:
+        print(f"Before --since, left out: {summary['before_since']}.")
+    for item in summary["skipped"]:
+        print(f"Skipped {item['item']}: {item['reason']}.")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from lore.text import counted
+
+    with runtime(args) as lore:
+        records = _ledger(lore).records()
+    if args.json:
+        print_json([r.to_dict() for r in records])
+        return 0
+    if not records:
+        print("No imports yet.")
+        return 0
+    for r in records:
+        state = (
+            f" (undone {r.undone_at})"
+            if r.undone_at
+            else ""
+            if r.finished_at
+            else " (stopped part-way: undo it and import again)"
+        )
+        made = counted(len(r.sessions), "session") + ", " + counted(len(r.notes), "note")
+        print(f"{r.id} · {r.started_at} · {r.source} · {made} · {r.path}{state}")
+    return 0
+
+
+def _undo(args: argparse.Namespace) -> int:
+    from lore.search import searcher
+    from lore.sessions.importing import undo_import
+    from lore.text import counted
+
+    with runtime(args) as lore:
+        ledger = _ledger(lore)
+        record = ledger.get(args.import_id)
+        removed, notes = undo_import(
+            record,
+            sessions=lore.sessions,
+            notes=lore.notes,
+            workspace=lore.config.workspace,
+            ledger=ledger,
+            now=lore.clock.now(),
+        )
+        search = searcher(lore)
+        for item in record.sessions:
+            search.index.remove_source("message", item["session_id"])
+        search.refresh(files=True)
+    if args.json:
+        print_json({"id": record.id, "sessions_removed": removed, "notes_removed": notes})
+        return 0
+    print(
+        f"Removed import {record.id}: {counted(removed, 'session')} and {counted(notes, 'note')}."
+    )
+    return 0
+
+
+def _path(text: str) -> str:
+    """An empty PATH would read as the current folder: name it or pass `.`."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("PATH is empty: name the export file or folder")
+    return text
+
+
+def _ledger(lore: Runtime) -> Any:
+    from lore.sessions.importing import ImportLedger
+
+    return ImportLedger(lore.config.home / "imports")
+
+
+def _since(text: str | None, lore: Runtime) -> datetime | None:
+    from lore.errors import InvalidInputError
+
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInputError(f"--since {text!r}: use YYYY-MM-DD or ISO 8601") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=lore.zone)
