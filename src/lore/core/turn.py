@@ -2,8 +2,9 @@
 → persist the reply → emit → schedule background work.
 
 What was said is written (fsynced) before the model is asked, and every streamed chunk
-goes to a draft file before the channel shows it, so whatever the user saw survives a
-crash: an interrupted reply comes back as an assistant message marked `interrupted`.
+goes to a draft as the channel shows it (a file at once; PostgreSQL within a quarter
+second, from a thread), so what the user saw survives a crash: an interrupted reply comes
+back as an assistant message marked `interrupted`.
 Ctrl+C (cancellation) marks the user message cancelled, which leaves the conversation as
 it was: cancelled turns never reach a window again. A failed turn keeps the user message
 (marked unanswered) and the tool rounds that completed.

@@ -4,18 +4,19 @@
 Every append is one transaction that locks the key's row first, so writers on any worker
 take turns and line numbers follow commit order: a reader asking for lines after the
 last it saw never misses one. `locked()` holds the conversation's advisory lock across
-several steps (a close). A reply being streamed goes to `session_drafts` chunk by chunk
-before the channel shows it; a worker killed mid-reply leaves it, and the next handle
-opened on the conversation keeps it as an `interrupted` reply.
+several steps (a close). A reply being streamed goes to `session_drafts` as it is shown,
+from a thread, a few times a second; a worker killed mid-reply leaves it, and the next
+handle opened on the conversation keeps it as an `interrupted` reply.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,12 +24,17 @@ from psycopg.types.json import Jsonb
 
 from lore.backends.postgres.database import Connection, PostgresDatabase
 from lore.backends.postgres.locks import LockHub
+from lore.errors import StoreError
 from lore.llm.base import Message
 from lore.ports.sessions import SessionMeta
 
-__all__ = ["PostgresDraft", "PostgresLiveSession"]
+__all__ = ["DRAFT_EVERY", "PostgresDraft", "PostgresLiveSession"]
 
 log = logging.getLogger(__name__)
+
+# Seconds between two writes of a streamed reply's draft: a reply streams 20-100 chunks a
+# second, and a transaction for each would keep the worker busy with them.
+DRAFT_EVERY = 0.25
 
 _META_FIELDS = ("session_id", "created_at", "updated_at", "last_consolidated", "extra")
 
@@ -42,9 +48,13 @@ _SINCE = (
 
 
 class PostgresDraft:
-    """The reply being streamed, one row per conversation. Its commits are asynchronous:
-    a killed worker's chunks are on the server already; only the server's own crash can
-    lose the last few. The row is made, and claimed, with the first chunk."""
+    """The reply being streamed, one row per conversation, written by a thread of its own
+    so that showing a chunk never waits on the database: the first chunk at once, then
+    what was shown since at most every `DRAFT_EVERY` seconds (a pause in the stream, a
+    tool running, is caught up on by the next tick). A killed worker loses at most that
+    last fraction of a second of what was shown; its commits are asynchronous, so only
+    the server's own crash can lose a little more. The row is made, and claimed, with
+    the first chunk; `close()` waits for the thread, which drops the row."""
 
     def __init__(
         self,
@@ -56,28 +66,75 @@ class PostgresDraft:
         self._index = index
         self._why = why
         self._parts: list[str] = []
-        self._claim = ExitStack()
-        self._writing: bool | None = None  # None until the first chunk
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._closing = False
+        self._writer: threading.Thread | None = None
+        self._first: tuple[str, dict[str, Any] | None] = ("", None)  # session id, why
 
     def write(self, text: str) -> None:
-        self._parts.append(text)
-        if self._writing is None:
-            self._writing = self._claim.enter_context(self._session.hold_draft())
-            if self._writing:
+        with self._lock:
+            self._parts.append(text)
+            if self._writer is None:
+                # Taken as the first text is shown, on the caller's thread, as it was then.
                 why = self._why() if self._why is not None else None
-                self._session.start_draft(self._index, self.text, why or None)
-            return
-        if self._writing:
-            self._session.extend_draft(text)
+                self._first = (self._session.meta.session_id, why or None)
+                self._writer = threading.Thread(
+                    target=self._write_out, name=f"draft {self._session.key}", daemon=True
+                )
+                self._writer.start()
+            self._changed.notify()
 
     def close(self) -> None:
-        if self._writing:
-            self._session.drop_draft()
-        self._claim.close()
+        with self._lock:
+            writer = self._writer
+            if writer is None:
+                return  # nothing was shown: nothing to drop
+            self._closing = True
+            self._changed.notify()
+        writer.join()
 
     @property
     def text(self) -> str:
-        return "".join(self._parts)
+        with self._lock:
+            return "".join(self._parts)
+
+    def _write_out(self) -> None:
+        """The writer thread: claim the draft, keep the row up with the stream until the
+        turn closes it (its reply stored by then), then drop the row."""
+        session = self._session
+        with session.hold_draft() as free:
+            if not free:
+                return  # another turn streams in this conversation
+            written = 0  # parts in the row
+            started = False
+            try:
+                while True:
+                    with self._lock:
+                        while not self._closing and len(self._parts) == written:
+                            self._changed.wait()
+                        if self._closing:
+                            return
+                        upto = len(self._parts)
+                        text = "".join(self._parts[written:upto])
+                    try:
+                        if started:
+                            session.extend_draft(text)
+                        else:
+                            session_id, why = self._first
+                            session.start_draft(self._index, text, why, session_id=session_id)
+                            started = True
+                        written = upto
+                    except StoreError as exc:  # the stream goes on; the next tick retries
+                        log.warning("%s: the reply's draft was not kept: %s", session.key, exc)
+                    with self._lock:
+                        self._changed.wait_for(lambda: self._closing, timeout=DRAFT_EVERY)
+            finally:
+                if started:
+                    try:
+                        session.drop_draft()
+                    except StoreError as exc:  # the next handle opened keeps it
+                        log.warning("%s: the reply's draft was left: %s", session.key, exc)
 
 
 class PostgresLiveSession:
@@ -273,7 +330,14 @@ class PostgresLiveSession:
         """The claim on this conversation's draft: False while another turn streams."""
         return self._locks.hold(f"draft:{self.key}", wait=False)
 
-    def start_draft(self, index: int, text: str, why: dict[str, Any] | None = None) -> None:
+    def start_draft(
+        self,
+        index: int,
+        text: str,
+        why: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+    ) -> None:
         with self._db.atomic() as conn:
             conn.execute("SET LOCAL synchronous_commit = off")
             conn.execute(
@@ -281,7 +345,13 @@ class PostgresLiveSession:
                 " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id,"
                 " index = excluded.index, text = excluded.text, why = excluded.why",
-                (self.key, self.meta.session_id, index, text, None if why is None else Jsonb(why)),
+                (
+                    self.key,
+                    session_id or self.meta.session_id,
+                    index,
+                    text,
+                    None if why is None else Jsonb(why),
+                ),
             )
 
     def extend_draft(self, text: str) -> None:
