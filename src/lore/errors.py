@@ -12,7 +12,8 @@
     ├── SessionError           a live session or archive cannot be read or written
     ├── StoreError             the database refused an operation
     │   ├── NotFoundError      an id that does not exist in this scope
-    │   └── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
+    │   ├── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
+    │   └── DatabaseUnavailable  the database server cannot be reached now     [transient]
     ├── InvalidInputError      user or model input that is refused (oversize, secret, bad time)
     └── ToolError              a tool failed; its message goes back to the model as the result
 
@@ -26,6 +27,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConfigError",
+    "DatabaseUnavailable",
     "DiskFullError",
     "InvalidInputError",
     "LoreError",
@@ -112,6 +114,14 @@ class DiskFullError(StoreError):
 
     def __init__(self, message: str = "the disk holding LORE_HOME is full; nothing was changed"):
         super().__init__(message)
+
+
+class DatabaseUnavailable(StoreError):
+    """The database server cannot be reached right now (stopped, restarting, a lost
+    connection): nothing was done, and the same call is worth making again once it is
+    back. `retry_after` is a fair guess, in seconds, of when to ask again."""
+
+    retry_after = 5
 
 
 class InvalidInputError(LoreError):

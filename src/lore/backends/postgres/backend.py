@@ -44,7 +44,7 @@ class PostgresBackend:
         self.reminders: ReminderStore = self._reminders
         self.search_index: SearchIndexPort = PostgresSearchIndex(self.db, embedder)
         # One connection of its own holds this process's advisory locks (turns, jobs).
-        self.locks = LockHub(url)
+        self.locks = LockHub(url, self.db)
         self.sessions: SessionStore = PostgresSessions(self.db, self.locks)
         self.history: HistoryLog = PostgresHistory(self.db)
         self.chat_ledger: ChatLedger = PostgresChatLedger(self.db)
