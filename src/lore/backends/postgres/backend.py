@@ -33,6 +33,8 @@ __all__ = ["PostgresBackend"]
 class PostgresBackend:
     """Opens (and migrates) the database at `url`; `close()` ends every connection."""
 
+    remote = True  # every call is a round trip to the server
+
     def __init__(
         self, url: str, *, max_connections: int = 10, embedder: Embedder | None = None
     ) -> None:

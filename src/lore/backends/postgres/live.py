@@ -148,6 +148,9 @@ class PostgresLiveSession:
         self._locks = locks
         self._seq = 0
         self._lock_depth = 0
+        # A turn appends from a worker thread while the loop may refresh this same handle:
+        # one at a time, or a line read by both would be added twice.
+        self._guard = threading.RLock()
         with self._locked():
             self._load_all()
             self._recover_draft()
@@ -156,13 +159,14 @@ class PostgresLiveSession:
 
     def refresh(self) -> None:
         """The metadata and the lines added since the last read, in one query."""
-        with self._db.connection() as conn:
-            rows = conn.execute(_SINCE, (self._seq, self.key)).fetchall()
-        if not rows or rows[0]["session_id"] != self.meta.session_id:
-            self._load_all()
-            return
-        self.meta = _meta(rows[0], self.key)
-        self._apply(rows)
+        with self._guard:
+            with self._db.connection() as conn:
+                rows = conn.execute(_SINCE, (self._seq, self.key)).fetchall()
+            if not rows or rows[0]["session_id"] != self.meta.session_id:
+                self._load_all()
+                return
+            self.meta = _meta(rows[0], self.key)
+            self._apply(rows)
 
     def _load_all(self) -> None:
         with self._db.connection() as conn:
@@ -216,84 +220,88 @@ class PostgresLiveSession:
         if not lines:
             return True
         bodies = [(mark, json.dumps(line, ensure_ascii=False)) for mark, line in lines]
-        with self._db.atomic() as conn:
-            if not durable:
-                conn.execute("SET LOCAL synchronous_commit = off")
-            # Touched as it is locked, unless a delivery check may yet leave it untouched.
-            early = touch and unless_delivered is None
-            row = _lock_row(conn, self.key, touch=_now() if early else None)
-            if row["session_id"] != self.meta.session_id:
-                self.messages, self._seq = [], 0  # reset elsewhere: read the new session
-            self.meta = _meta(row, self.key)
-            others = conn.execute(
-                "SELECT seq, is_mark, body FROM session_lines"
-                " WHERE key = %s AND session_id = %s AND seq > %s ORDER BY seq",
-                (self.key, self.meta.session_id, self._seq),
-            ).fetchall()
-            self._apply(others)
-            if unless_delivered is not None and any(
-                m.get("delivery") == unless_delivered for m in self.messages
-            ):
-                return False
-            if touch and not early:
-                self.meta.updated_at = _now()
-                conn.execute(
-                    "UPDATE live_sessions SET updated_at = %s WHERE key = %s",
-                    (self.meta.updated_at, self.key),
-                )
-            added = [
-                {"seq": self._seq + n, "is_mark": mark, "body": body}
-                for n, (mark, body) in enumerate(bodies, 1)
-            ]
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO session_lines (key, session_id, seq, is_mark, body)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    [
-                        (self.key, self.meta.session_id, a["seq"], a["is_mark"], a["body"])
-                        for a in added
-                    ],
-                )
-        self._apply(added)  # only once committed
+        with self._guard:
+            with self._db.atomic() as conn:
+                if not durable:
+                    conn.execute("SET LOCAL synchronous_commit = off")
+                # Touched as it is locked, unless a delivery check may yet leave it untouched.
+                early = touch and unless_delivered is None
+                row = _lock_row(conn, self.key, touch=_now() if early else None)
+                if row["session_id"] != self.meta.session_id:
+                    self.messages, self._seq = [], 0  # reset elsewhere: read the new session
+                self.meta = _meta(row, self.key)
+                others = conn.execute(
+                    "SELECT seq, is_mark, body FROM session_lines"
+                    " WHERE key = %s AND session_id = %s AND seq > %s ORDER BY seq",
+                    (self.key, self.meta.session_id, self._seq),
+                ).fetchall()
+                self._apply(others)
+                if unless_delivered is not None and any(
+                    m.get("delivery") == unless_delivered for m in self.messages
+                ):
+                    return False
+                if touch and not early:
+                    self.meta.updated_at = _now()
+                    conn.execute(
+                        "UPDATE live_sessions SET updated_at = %s WHERE key = %s",
+                        (self.meta.updated_at, self.key),
+                    )
+                added = [
+                    {"seq": self._seq + n, "is_mark": mark, "body": body}
+                    for n, (mark, body) in enumerate(bodies, 1)
+                ]
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO session_lines (key, session_id, seq, is_mark, body)"
+                        " VALUES (%s, %s, %s, %s, %s)",
+                        [
+                            (self.key, self.meta.session_id, a["seq"], a["is_mark"], a["body"])
+                            for a in added
+                        ],
+                    )
+            self._apply(added)  # only once committed
         return True
 
     def update_meta(self, **changes: Any) -> None:
         unknown = set(changes) - set(_META_FIELDS)
         if unknown:
             raise TypeError(f"not session metadata: {sorted(unknown)}")
-        with self._db.atomic() as conn:
-            current = _lock_row(conn, self.key)
-            values = {name: current[name] for name in _META_FIELDS}
-            for name, value in changes.items():
-                if name == "extra":
-                    values["extra"] = {**values["extra"], **value}
-                else:
-                    values[name] = value
-            conn.execute(
-                "UPDATE live_sessions SET session_id = %s, created_at = %s, updated_at = %s,"
-                " last_consolidated = %s, extra = %s WHERE key = %s",
-                (
-                    values["session_id"],
-                    values["created_at"],
-                    values["updated_at"],
-                    int(values["last_consolidated"]),
-                    Jsonb(values["extra"]),
-                    self.key,
-                ),
-            )
-        self.refresh()
+        with self._guard:
+            with self._db.atomic() as conn:
+                current = _lock_row(conn, self.key)
+                values = {name: current[name] for name in _META_FIELDS}
+                for name, value in changes.items():
+                    if name == "extra":
+                        values["extra"] = {**values["extra"], **value}
+                    else:
+                        values[name] = value
+                conn.execute(
+                    "UPDATE live_sessions SET session_id = %s, created_at = %s, updated_at = %s,"
+                    " last_consolidated = %s, extra = %s WHERE key = %s",
+                    (
+                        values["session_id"],
+                        values["created_at"],
+                        values["updated_at"],
+                        int(values["last_consolidated"]),
+                        Jsonb(values["extra"]),
+                        self.key,
+                    ),
+                )
+            self.refresh()
 
     def reset(self, session_id: str | None = None) -> None:
         """Start a fresh transcript under the same key; the old lines go (the archive
         holds them by now)."""
         fresh = session_id or uuid.uuid4().hex
-        with self._db.atomic() as conn:
-            _lock_row(conn, self.key)
-            _create(conn, self.key, fresh, on_conflict="REPLACE")
-            conn.execute(
-                "DELETE FROM session_lines WHERE key = %s AND session_id <> %s", (self.key, fresh)
-            )
-        self._load_all()
+        with self._guard:
+            with self._db.atomic() as conn:
+                _lock_row(conn, self.key)
+                _create(conn, self.key, fresh, on_conflict="REPLACE")
+                conn.execute(
+                    "DELETE FROM session_lines WHERE key = %s AND session_id <> %s",
+                    (self.key, fresh),
+                )
+            self._load_all()
 
     def locked(self) -> AbstractContextManager[None]:
         return self._locked()

@@ -10,6 +10,7 @@ steps leaves every message in the live session or a committed archive, and `reco
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -237,16 +238,20 @@ class PostgresSessions:
         self.locks = locks
         self.archive = PostgresArchive(db)
         self._live: OrderedDict[str, PostgresLiveSession] = OrderedDict()
+        self._kept = threading.Lock()  # `live` is called from worker threads too
 
     def live(self, key: str) -> PostgresLiveSession:
-        session = self._live.pop(key, None)
+        with self._kept:
+            session = self._live.get(key)
         if session is None:
             session = PostgresLiveSession(self.db, self.locks, key)
         else:
             session.refresh()
-        self._live[key] = session
-        while len(self._live) > _KEPT:
-            self._live.popitem(last=False)
+        with self._kept:
+            session = self._live.setdefault(key, session)  # one handle, if two were made
+            self._live.move_to_end(key)
+            while len(self._live) > _KEPT:
+                self._live.popitem(last=False)
         return session
 
     def live_meta(self, key: str) -> SessionMeta | None:
