@@ -8,7 +8,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from lore.config import load_config
-from lore.llm.base import ChatRequest
+from lore.errors import DatabaseUnavailable
+from lore.llm.base import ChatRequest, Completion, StreamEvent, TextChunk
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime, build
 from tests.gateway_server import running_gateway
@@ -156,3 +157,64 @@ def _job(record: logging.LogRecord) -> object:
     """The job a background log line is about (its first argument)."""
     assert isinstance(record.args, tuple)
     return record.args[0]
+
+
+class _PausingModel(ScriptedProvider):
+    """Streams half a reply, waits for `go_on`, then streams the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.halfway = asyncio.Event()
+        self.go_on = asyncio.Event()
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        for chunk in ["The capital ", "of Japan "]:
+            yield TextChunk(chunk)
+        self.halfway.set()
+        await self.go_on.wait()
+        yield TextChunk("is Tokyo.")
+        yield Completion(text="The capital of Japan is Tokyo.")
+
+
+async def test_a_reply_streaming_through_an_outage_is_stored_whole_and_the_loop_goes_on(
+    server: EmbeddedPostgres, tmp_path: Path
+) -> None:
+    """The server goes away mid-stream and comes back: the draft's writer and the reply's
+    append wait off the event loop, and the reply is stored once the server is back."""
+    model = _PausingModel()
+    lore = _runtime(tmp_path / "home", server.create_database(), model, extraction=False)
+    lateness: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lateness.append(time.perf_counter() - asked - 0.01)
+
+    try:
+        turn = asyncio.create_task(
+            lore.conversation(SCOPE, emit=lambda event: None).send("What is the capital of Japan?")
+        )
+        await model.halfway.wait()
+        await asyncio.sleep(0.6)  # the draft holds the first half
+        ticker = asyncio.create_task(tick())
+        await asyncio.to_thread(server.halt)
+        postgres = lore.postgres
+        assert postgres is not None
+        # The first call to meet the lost connection fails (a busy server's scheduler, a
+        # page); from then on calls wait for the server instead.
+        with pytest.raises(DatabaseUnavailable):
+            await asyncio.to_thread(postgres.db.fetch_one, "SELECT 1")
+        model.go_on.set()  # the rest is shown while the server is down
+        await asyncio.sleep(OUTAGE / 4)
+        await asyncio.to_thread(server.resume)
+        outcome = await asyncio.wait_for(turn, timeout=30)
+        ticker.cancel()
+        assert outcome.ok
+        assert max(lateness) < 0.3, f"the loop stalled {max(lateness):.2f} s"
+        said, reply = lore.session(SCOPE).messages
+        assert reply["content"] == "The capital of Japan is Tokyo." and "interrupted" not in reply
+        assert postgres.db.fetch_one("SELECT 1 FROM session_drafts") is None
+    finally:
+        model.go_on.set()
+        await lore.aclose()

@@ -175,6 +175,8 @@ class PostgresDatabase:
             raise DatabaseUnavailable(
                 f"PostgreSQL at {where} lost its connection: {_first_line(exc)}"
             ) from exc
+        if not self._reachable.is_set():
+            self._reachable.set()  # the server answered: no need to wait for the probe
 
     @contextmanager
     def _pooled(self) -> Iterator[Connection]:
@@ -205,10 +207,11 @@ class PostgresDatabase:
     def went_away(self) -> None:
         """A connection broke: until a new one can be made, calls fail fast, and a thread
         of its own tries to reach the server."""
-        if self._closed.is_set() or not self._probing.acquire(blocking=False):
-            return  # closing, or already trying
+        if self._closed.is_set():
+            return
         self._reachable.clear()
-        threading.Thread(target=self._reach, name="lore-postgres-probe", daemon=True).start()
+        if self._probing.acquire(blocking=False):  # else one is trying already
+            threading.Thread(target=self._reach, name="lore-postgres-probe", daemon=True).start()
 
     def _reach(self) -> None:
         """The probe thread: connect until the server answers, then let calls through
@@ -216,6 +219,9 @@ class PostgresDatabase:
         where = redact_url(self.url)
         failures = 0
         try:
+            # The pool's idle connections went with the server: drop them now, before
+            # another call takes one and fails on it too.
+            self._pool.check()
             while not self._closed.is_set():
                 try:
                     psycopg.connect(self.url, connect_timeout=2).close()
@@ -236,8 +242,9 @@ class PostgresDatabase:
                     log.warning("PostgreSQL at %s answers again", where)
                 return
         finally:
-            self._reachable.set()
+            # In this order: a connection lost from now on starts another probe.
             self._probing.release()
+            self._reachable.set()
 
     def lock(self, conn: Connection, name: str) -> None:
         """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are

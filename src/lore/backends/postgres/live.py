@@ -101,40 +101,53 @@ class PostgresDraft:
 
     def _write_out(self) -> None:
         """The writer thread: claim the draft, keep the row up with the stream until the
-        turn closes it (its reply stored by then), then drop the row."""
+        turn closes it (its reply stored by then), then drop the row. It never waits for
+        a server that went away: while the database cannot be reached it skips its turns
+        (and leaves the row, which the next handle opened keeps)."""
         session = self._session
-        with session.hold_draft() as free:
-            if not free:
-                return  # another turn streams in this conversation
-            written = 0  # parts in the row
-            started = False
-            try:
-                while True:
-                    with self._lock:
-                        while not self._closing and len(self._parts) == written:
-                            self._changed.wait()
-                        if self._closing:
-                            return
-                        upto = len(self._parts)
-                        text = "".join(self._parts[written:upto])
-                    try:
-                        if started:
-                            session.extend_draft(text)
-                        else:
-                            session_id, why = self._first
-                            session.start_draft(self._index, text, why, session_id=session_id)
-                            started = True
+        try:
+            with session.hold_draft() as free:
+                if free:  # else another turn streams in this conversation
+                    self._keep_up(session)
+        except StoreError as exc:
+            log.warning("%s: the reply's draft was not kept: %s", session.key, exc)
+
+    def _keep_up(self, session: PostgresLiveSession) -> None:
+        written = 0  # parts in the row
+        started = False
+        failed = False
+        try:
+            while True:
+                with self._lock:
+                    while not self._closing and len(self._parts) == written:
+                        self._changed.wait()
+                    if self._closing:
+                        return
+                    upto = len(self._parts)
+                    text = "".join(self._parts[written:upto])
+                try:
+                    if not session.reachable:
+                        pass  # the next tick tries again
+                    elif started:
+                        session.extend_draft(text)
                         written = upto
-                    except StoreError as exc:  # the stream goes on; the next tick retries
+                    else:
+                        session_id, why = self._first
+                        session.start_draft(self._index, text, why, session_id=session_id)
+                        started = True
+                        written = upto
+                except StoreError as exc:  # the stream goes on; the next tick retries
+                    if not failed:
                         log.warning("%s: the reply's draft was not kept: %s", session.key, exc)
-                    with self._lock:
-                        self._changed.wait_for(lambda: self._closing, timeout=DRAFT_EVERY)
-            finally:
-                if started:
-                    try:
-                        session.drop_draft()
-                    except StoreError as exc:  # the next handle opened keeps it
-                        log.warning("%s: the reply's draft was left: %s", session.key, exc)
+                    failed = True
+                with self._lock:
+                    self._changed.wait_for(lambda: self._closing, timeout=DRAFT_EVERY)
+        finally:
+            if started and session.reachable:
+                try:
+                    session.drop_draft()
+                except StoreError as exc:  # the next handle opened keeps it
+                    log.warning("%s: the reply's draft was left: %s", session.key, exc)
 
 
 class PostgresLiveSession:
@@ -333,6 +346,11 @@ class PostgresLiveSession:
             yield draft
         finally:
             draft.close()
+
+    @property
+    def reachable(self) -> bool:
+        """Can the database be reached (as far as its pool knows)?"""
+        return self._db.reachable
 
     def hold_draft(self) -> AbstractContextManager[bool]:
         """The claim on this conversation's draft: False while another turn streams."""

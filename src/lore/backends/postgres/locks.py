@@ -41,7 +41,7 @@ class LockHub:
 
     def __init__(self, url: str, db: PostgresDatabase | None = None) -> None:
         """`db`, the pool on the same database: while it cannot reach the server the hub
-        does not try either, and a connection the hub loses tells it."""
+        does not try either, and a connection the hub cannot make tells it."""
         self._url = url
         self._db = db
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
@@ -145,8 +145,8 @@ class LockHub:
         try:
             return self._conn.execute(sql, (LOCK_NAMESPACE, advisory_key(name))).fetchone()
         except psycopg.OperationalError as exc:
-            if self._db is not None:
-                self._db.went_away()
+            # Not news for the pool: this connection may have broken in an outage already
+            # over. The next call connects again (if the pool can reach the server).
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else "closed"
             raise DatabaseUnavailable(
                 f"PostgreSQL at {where} lost the connection holding Lore's locks: {first}"
