@@ -218,3 +218,64 @@ async def test_a_reply_streaming_through_an_outage_is_stored_whole_and_the_loop_
     finally:
         model.go_on.set()
         await lore.aclose()
+
+
+async def test_lore_serves_background_loops_wait_out_an_outage_in_one_line_a_round(
+    server: EmbeddedPostgres, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reminder scheduler and the search backlog's embedding go on through an outage,
+    each saying so in one line a round, and deliver what fell due once it is back."""
+    from datetime import timedelta
+
+    from lore.reminders.delivery import Delivery
+    from lore.reminders.scheduler import Scheduler
+    from lore.search import embed_backlog_forever
+
+    lore = _runtime(
+        tmp_path / "home", server.create_database(), ScriptedProvider(), extraction=False
+    )
+    delivered: list[str] = []
+    got = asyncio.Event()
+
+    async def deliver(due: Delivery) -> None:
+        delivered.append(due.text)
+        got.set()
+
+    scheduler = Scheduler(lore.reminders, lore.clock, deliver, max_sleep=0.1)
+    caplog.set_level(logging.WARNING, logger="lore")
+    loops = [
+        asyncio.create_task(scheduler.run_forever()),
+        asyncio.create_task(embed_backlog_forever(lore, idle_seconds=0.1)),
+    ]
+    try:
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(server.halt)
+        try:
+            await asyncio.sleep(1.0)
+            assert not any(loop.done() for loop in loops)
+        finally:
+            await asyncio.to_thread(server.resume)
+        due = lore.clock.now() + timedelta(seconds=1)
+        deadline = time.monotonic() + 15
+        while True:  # the first calls after the outage may still meet it
+            try:
+                lore.reminders.add(
+                    SCOPE, "john", "water the plants", due, timezone="UTC", now=lore.clock.now()
+                )
+                break
+            except DatabaseUnavailable:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.2)
+        scheduler.wake()
+        await asyncio.wait_for(got.wait(), timeout=15)
+        assert delivered == ["water the plants"]
+        assert not any(loop.done() for loop in loops)
+        said = [r for r in caplog.records if "waits for the database" in r.getMessage()]
+        assert {r.name for r in said} == {"lore.reminders.scheduler", "lore.search"}
+        assert all(r.exc_info is None and "\n" not in r.getMessage() for r in said)
+    finally:
+        scheduler.stop()
+        for loop in loops:
+            loop.cancel()
+        await asyncio.gather(*loops, return_exceptions=True)
+        await lore.aclose()

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from lore.clock import Clock
-from lore.errors import LoreError
+from lore.errors import DatabaseUnavailable, LoreError
 from lore.lease_holder import LeaseHolder
 from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
@@ -145,6 +145,9 @@ class Scheduler:
             self._wake.clear()
             try:
                 await self.run_once()
+            except DatabaseUnavailable as exc:  # passing: one line, not a traceback a poll
+                log.warning("the reminder scheduler waits for the database: %s", exc)
+                self._failed = True
             except (LoreError, sqlite3.Error):
                 log.exception("the reminder scheduler could not read the database; retrying")
                 self._failed = True

@@ -10,6 +10,7 @@ cheap; numpy and the model load on first use.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import time
@@ -17,6 +18,8 @@ import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
+
+from lore.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -47,6 +50,8 @@ _DAILY_NOTE = re.compile(r"(?:^|/)\d{4}-\d{2}-\d{2}\.md$")
 _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
 # finish before a one-shot command exits never takes long; the next run goes on.
+log = logging.getLogger(__name__)
+
 _EMBED_BATCH = 128
 # What one result line shows of its entry: enough to judge it, little enough that ten
 # results cost the prompt about 700 tokens.
@@ -232,8 +237,12 @@ async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 3
     a time, so hybrid search covers everything again; sleep while there are none."""
     found = searcher(lore)
     while True:
-        with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
-            done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
+        try:
+            with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
+                done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
+        except DatabaseUnavailable as exc:  # the next round, once it is back
+            log.warning("embedding the search backlog waits for the database: %s", exc)
+            done = 0
         if not done:
             await asyncio.sleep(idle_seconds)
 
