@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lore.backends.postgres.live import drafts_written
 from lore.config import load_config
 from lore.errors import DatabaseUnavailable
 from lore.llm.base import ChatRequest, Completion, StreamEvent, TextChunk
@@ -214,6 +215,7 @@ async def test_a_reply_streaming_through_an_outage_is_stored_whole_and_the_loop_
         assert max(lateness) < 0.3, f"the loop stalled {max(lateness):.2f} s"
         said, reply = lore.session(SCOPE).messages
         assert reply["content"] == "The capital of Japan is Tokyo." and "interrupted" not in reply
+        assert await asyncio.to_thread(drafts_written, 10)  # its writer has dropped the row
         assert postgres.db.fetch_one("SELECT 1 FROM session_drafts") is None
     finally:
         model.go_on.set()

@@ -153,7 +153,11 @@ class Scheduler:
                 self._failed = True
             if self._stopping:
                 break
-            delay = self.seconds_until_next(self.clock.now())
+            try:
+                delay = self.seconds_until_next(self.clock.now())
+            except DatabaseUnavailable as exc:
+                log.warning("the reminder scheduler waits for the database: %s", exc)
+                delay = self.max_sleep
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:

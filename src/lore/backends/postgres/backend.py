@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from lore.backends.postgres.chat_ledger import PostgresChatLedger
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.history import PostgresHistory
+from lore.backends.postgres.live import drafts_written
 from lore.backends.postgres.locks import LockHub
 from lore.backends.postgres.memories import PostgresMemoryStore
 from lore.backends.postgres.outbox import PostgresOutbox
@@ -60,6 +61,7 @@ class PostgresBackend:
         return self.locks.hold(f"job:{job}", wait=False)
 
     def close(self) -> None:
+        drafts_written()  # the rows of replies just stored go first
         self._reminders.close()  # its LISTEN connection
         self.locks.close()
         self.db.close()

@@ -26,7 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from lore.config import redact_url
 from lore.errors import DatabaseUnavailable, StoreError
@@ -221,7 +221,7 @@ class PostgresDatabase:
         try:
             # The pool's idle connections went with the server: drop them now, before
             # another call takes one and fails on it too.
-            self._pool.check()
+            self._drop_dead()
             while not self._closed.is_set():
                 try:
                     psycopg.connect(self.url, connect_timeout=2).close()
@@ -237,7 +237,7 @@ class PostgresDatabase:
                         )
                     self._closed.wait(_PROBE_EVERY)
                     continue
-                self._pool.check()
+                self._drop_dead()
                 if failures:
                     log.warning("PostgreSQL at %s answers again", where)
                 return
@@ -245,6 +245,13 @@ class PostgresDatabase:
             # In this order: a connection lost from now on starts another probe.
             self._probing.release()
             self._reachable.set()
+
+    def _drop_dead(self) -> None:
+        """Check the pool's idle connections, dropping (and replacing) the broken ones."""
+        try:
+            self._pool.check()
+        except (PoolClosed, psycopg.Error):
+            pass  # closing, or the server went again: the next call finds out
 
     def lock(self, conn: Connection, name: str) -> None:
         """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -28,13 +30,14 @@ from lore.errors import StoreError
 from lore.llm.base import Message
 from lore.ports.sessions import SessionMeta
 
-__all__ = ["DRAFT_EVERY", "PostgresDraft", "PostgresLiveSession"]
+__all__ = ["DRAFT_EVERY", "PostgresDraft", "PostgresLiveSession", "drafts_written"]
 
 log = logging.getLogger(__name__)
 
 # Seconds between two writes of a streamed reply's draft: a reply streams 20-100 chunks a
 # second, and a transaction for each would keep the worker busy with them.
 DRAFT_EVERY = 0.25
+_CLAIM_WAIT = 5.0  # seconds a draft's writer waits for the previous reply's to let go
 
 _META_FIELDS = ("session_id", "created_at", "updated_at", "last_consolidated", "extra")
 
@@ -54,7 +57,7 @@ class PostgresDraft:
     tool running, is caught up on by the next tick). A killed worker loses at most that
     last fraction of a second of what was shown; its commits are asynchronous, so only
     the server's own crash can lose a little more. The row is made, and claimed, with
-    the first chunk; `close()` waits for the thread, which drops the row."""
+    the first chunk; once the turn closes it, the writer drops the row."""
 
     def __init__(
         self,
@@ -69,30 +72,29 @@ class PostgresDraft:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._closing = False
-        self._writer: threading.Thread | None = None
+        self._started = False  # the writer was handed the draft
         self._first: tuple[str, dict[str, Any] | None] = ("", None)  # session id, why
 
     def write(self, text: str) -> None:
         with self._lock:
             self._parts.append(text)
-            if self._writer is None:
+            if not self._started:
                 # Taken as the first text is shown, on the caller's thread, as it was then.
                 why = self._why() if self._why is not None else None
                 self._first = (self._session.meta.session_id, why or None)
-                self._writer = threading.Thread(
-                    target=self._write_out, name=f"draft {self._session.key}", daemon=True
-                )
-                self._writer.start()
+                self._started = True
+                _WRITERS.run(self._write_out)
             self._changed.notify()
 
     def close(self) -> None:
+        """The reply is stored (or the turn failed): the writer drops the row and lets go
+        of the claim on its own, and the next draft of this conversation waits for that;
+        the event loop does not."""
         with self._lock:
-            writer = self._writer
-            if writer is None:
+            if not self._started:
                 return  # nothing was shown: nothing to drop
             self._closing = True
             self._changed.notify()
-        writer.join()
 
     @property
     def text(self) -> str:
@@ -105,10 +107,18 @@ class PostgresDraft:
         a server that went away: while the database cannot be reached it skips its turns
         (and leaves the row, which the next handle opened keeps)."""
         session = self._session
+        # The claim may still be with this conversation's previous reply, whose writer
+        # is dropping its row: wait for it, a while.
+        deadline = time.monotonic() + _CLAIM_WAIT
         try:
-            with session.hold_draft() as free:
-                if free:  # else another turn streams in this conversation
-                    self._keep_up(session)
+            while True:
+                with session.hold_draft() as free:
+                    if free:
+                        self._keep_up(session)
+                        return
+                if time.monotonic() > deadline:
+                    return  # another turn streams in this conversation
+                time.sleep(0.005)
         except StoreError as exc:
             log.warning("%s: the reply's draft was not kept: %s", session.key, exc)
 
@@ -148,6 +158,55 @@ class PostgresDraft:
                     session.drop_draft()
                 except StoreError as exc:  # the next handle opened keeps it
                     log.warning("%s: the reply's draft was left: %s", session.key, exc)
+
+
+class _Writers:
+    """The threads drafts are written from, each kept for the next draft when its own
+    ends: starting a thread makes the caller (the event loop) wait until it runs, which
+    on a busy worker is milliseconds a reply."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
+        self._idle = 0
+        self._busy = 0
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            grow = not self._idle
+            if not grow:
+                self._idle -= 1
+            self._busy += 1
+        self._jobs.put(job)
+        if grow:
+            threading.Thread(target=self._work, name="lore-draft-writer", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # a bug in one draft must not take the thread from the rest
+                log.exception("a reply's draft writer failed")
+            with self._lock:
+                self._idle += 1
+                self._busy -= 1
+                self._done.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until every draft handed over is written out (rows dropped); False when
+        `timeout` seconds passed first."""
+        with self._lock:
+            return self._done.wait_for(lambda: not self._busy, timeout)
+
+
+_WRITERS = _Writers()
+
+
+def drafts_written(timeout: float = 5.0) -> bool:
+    """Wait for this process's draft writers to finish (before its database closes)."""
+    return _WRITERS.wait(timeout)
 
 
 class PostgresLiveSession:

@@ -122,7 +122,10 @@ class LockHub:
                 self._stale.discard(name)  # it went with the connection that held it
                 return
             if self._conn is not None and not self._conn.closed:
-                self._execute("SELECT pg_advisory_unlock(%s, %s)", name)
+                try:
+                    self._execute("SELECT pg_advisory_unlock(%s, %s)", name)
+                except DatabaseUnavailable:
+                    pass  # the connection broke, and the server let go of the lock with it
 
     def _execute(self, sql: str, name: str) -> tuple[object, ...] | None:
         where = redact_url(self._url)
