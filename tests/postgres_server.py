@@ -78,6 +78,7 @@ class EmbeddedPostgres:
         self._user: str | None = None
         self._bin = self._package / "pginstall" / "bin"
         self._settings = _SETTINGS + settings
+        self._options = ""  # the server's command line options, once started
         self._watchdog: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,11 +99,9 @@ class EmbeddedPostgres:
                     [f"-h 127.0.0.1 -p {self.port} -k {self.root}"]
                     + [f"-c {setting}" for setting in self._settings]
                 )
-                started = self._run(
-                    "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),
-                    "-o", options, "-w", "-t", "30", "start", check=False,
-                )  # fmt: skip
+                started = self._pg_ctl_start(options)
                 if started.returncode == 0:
+                    self._options = options
                     self._watch()
                     return self
             raise PostgresUnavailable(f"the server did not start: {self._log_tail()}")
@@ -112,6 +111,23 @@ class EmbeddedPostgres:
         except PostgresUnavailable:
             self.stop()
             raise
+
+    def halt(self) -> None:
+        """Stop the server at once, as a crash or an outage does (clients see their
+        connections drop, then refused), keeping its data for `resume()`."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port."""
+        started = self._pg_ctl_start(self._options)
+        if started.returncode != 0:
+            raise PostgresUnavailable(f"the server did not start again: {self._log_tail()}")
+
+    def _pg_ctl_start(self, options: str) -> subprocess.CompletedProcess[str]:
+        return self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),
+            "-o", options, "-w", "-t", "30", "start", check=False,
+        )  # fmt: skip
 
     def create_database(self, template: str = "template0") -> str:
         """A new database, a copy of `template` (empty by default); returns its URL."""

@@ -13,7 +13,8 @@
     ├── StoreError             the database refused an operation
     │   ├── NotFoundError      an id that does not exist in this scope
     │   ├── DiskFullError      the disk holding LORE_HOME is full; the write changed nothing
-    │   └── DamagedRecordError a stored record this version cannot read (an outbox payload)
+    │   ├── DamagedRecordError a stored record this version cannot read (an outbox payload)
+    │   └── DatabaseUnavailable  the database server cannot be reached now     [transient]
     ├── InvalidInputError      user or model input that is refused (oversize, secret, bad time)
     └── ToolError              a tool failed; its message goes back to the model as the result
 
@@ -28,6 +29,7 @@ __all__ = [
     "BadRequestError",
     "ConfigError",
     "DamagedRecordError",
+    "DatabaseUnavailable",
     "DiskFullError",
     "InvalidInputError",
     "LoreError",
@@ -119,6 +121,14 @@ class DiskFullError(StoreError):
 class DamagedRecordError(StoreError):
     """A stored record cannot be read: damaged, or written by a newer Lore. The store
     keeps it as it is; what reads it says what is wrong and never drops it."""
+
+
+class DatabaseUnavailable(StoreError):
+    """The database server cannot be reached right now (stopped, restarting, a lost
+    connection): nothing was done, and the same call is worth making again once it is
+    back. `retry_after` is a fair guess, in seconds, of when to ask again."""
+
+    retry_after = 5
 
 
 class InvalidInputError(LoreError):

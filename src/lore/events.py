@@ -74,6 +74,7 @@ class ReplyFinished:
 class ReplyFailed:
     message: str
     cancelled: bool = False
+    retry_after: int | None = None  # seconds: the failure is passing (the database is down)
 
 
 @dataclass(frozen=True)

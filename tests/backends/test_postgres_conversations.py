@@ -11,9 +11,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,9 +133,11 @@ def killed() -> Iterator[list[subprocess.Popen[str]]]:
         process.wait(timeout=30)
 
 
-def _start(script: str, url: str, started: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+def _start(
+    script: str, url: str, started: list[subprocess.Popen[str]], *more: str
+) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(script), url],
+        [sys.executable, "-c", textwrap.dedent(script), url, *more],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -148,12 +152,14 @@ def _start(script: str, url: str, started: list[subprocess.Popen[str]]) -> subpr
 _STREAMING = """
 import sys, time
 from lore.backends.postgres.backend import PostgresBackend
+from lore.backends.postgres.live import DRAFT_EVERY
 pg = PostgresBackend(sys.argv[1])
 session = pg.sessions.live("telegram:42")
 session.append([{"role": "user", "content": "讲个故事", "timestamp": "2026-11-30T09:00:00+00:00"}])
 draft = session.draft(0, why=lambda: {"memories": [7], "files": ["故事.md"]}).__enter__()
 draft.write("从前有座山，")
 draft.write("山里有座庙")
+time.sleep(3 * DRAFT_EVERY)  # the draft is written a few times a second
 print("ready", flush=True)
 time.sleep(600)
 """
@@ -184,6 +190,116 @@ def test_a_reply_streaming_when_its_worker_is_killed_is_kept_as_interrupted(
         assert len(PostgresBackend(postgres_url).sessions.live(SCOPE).messages) == 2  # once
     finally:
         after.close()
+
+
+# A turn on PostgreSQL whose model streams a reply in two bursts, then hangs: the first
+# burst is shown, the stream pauses past a draft write, the second burst is shown.
+_TURN_STREAMING = """
+import asyncio, sys
+from lore.config import load_config
+from lore.events import TextDelta
+from lore.llm.base import Completion, TextChunk
+from lore.runtime import build
+
+class Hanging:
+    name = "hanging"
+    context_window = 32000
+    supports_tools = True
+
+    async def stream(self, request):
+        for chunk in ["从前", "有座山，"]:
+            yield TextChunk(chunk)
+        await asyncio.sleep(1.0)
+        for chunk in ["山里", "有座庙"]:
+            yield TextChunk(chunk)
+        print("shown", flush=True)
+        await asyncio.sleep(600)
+        yield Completion(text="never")
+
+    async def aclose(self):
+        pass
+
+async def main():
+    config = load_config(
+        env={"LORE_HOME": sys.argv[2], "USER": "john", "LORE_DATABASE_URL": sys.argv[1]},
+        flags={"model": "scripted", "extraction.enabled": False},
+    )
+    lore = build(config, provider=Hanging())
+    print("ready", flush=True)
+    await lore.conversation("telegram:42", emit=lambda event: None).send("讲个故事")
+
+asyncio.run(main())
+"""
+
+
+def test_a_worker_killed_mid_stream_keeps_the_reply_as_its_draft_last_held_it(
+    postgres_url: str, tmp_path: Path, killed: list[subprocess.Popen[str]]
+) -> None:
+    """Through a real turn: what was shown before the last draft write is kept as the
+    interrupted reply; the draft row follows the stream without a chunk per transaction."""
+    import psycopg
+
+    worker = _start(_TURN_STREAMING, postgres_url, killed, str(tmp_path / "home"))
+    assert worker.stdout is not None
+    assert worker.stdout.readline().strip() == "shown"
+    # The stream has stopped; the draft catches up within a write interval.
+    deadline = time.monotonic() + 10
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT text FROM session_drafts").fetchone()
+            if row is not None and row[0] == "从前有座山，山里有座庙":
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"the draft never held the whole reply: {row}")
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+    after = PostgresBackend(postgres_url)
+    try:
+        user, reply = after.sessions.live(SCOPE).messages
+        assert user["content"] == "讲个故事"
+        assert reply["content"] == "从前有座山，山里有座庙" and reply["interrupted"] is True
+    finally:
+        after.close()
+
+
+def test_a_streamed_reply_is_written_a_few_times_a_second_and_never_by_the_caller(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hundred chunks in about half a second: a handful of transactions, none on
+    the thread that shows the chunks, and the row holds every chunk soon after."""
+    from lore.backends.postgres.live import DRAFT_EVERY, PostgresLiveSession, drafts_written
+
+    writes: list[int] = []
+    for name in ("start_draft", "extend_draft"):
+        original = getattr(PostgresLiveSession, name)
+
+        def counted(
+            self: PostgresLiveSession, *args: Any, _original: Any = original, **kw: Any
+        ) -> None:
+            writes.append(threading.get_ident())
+            _original(self, *args, **kw)
+
+        monkeypatch.setattr(PostgresLiveSession, name, counted)
+    pg = PostgresBackend(postgres_url)
+    try:
+        session = pg.sessions.live(SCOPE)
+        session.append([{"role": "user", "content": "讲个故事"}])
+        with session.draft(0) as draft:
+            began = time.monotonic()
+            for n in range(200):
+                draft.write(f"{n},")
+                time.sleep(0.0025)
+            streamed = time.monotonic() - began
+            time.sleep(3 * DRAFT_EVERY)
+            row = pg.db.fetch_one("SELECT text FROM session_drafts WHERE key = %s", (SCOPE,))
+            assert row is not None and row["text"] == "".join(f"{n}," for n in range(200))
+        assert 2 <= len(writes) <= streamed / DRAFT_EVERY + 3
+        assert threading.get_ident() not in writes
+        assert drafts_written(timeout=10)  # the writer drops the row once closed
+        assert pg.db.fetch_one("SELECT 1 FROM session_drafts") is None
+    finally:
+        pg.close()
 
 
 def test_a_draft_read_as_its_turn_ends_is_not_kept_again(

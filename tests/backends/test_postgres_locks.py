@@ -108,3 +108,59 @@ def test_a_holder_killed_with_sigkill_releases_the_lock(hub: LockHub, postgres_u
                 break
         time.sleep(0.05)
     assert held
+
+
+# -- from async code ------------------------------------------------------------------------
+
+
+def _slow_server(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Every lock query takes `seconds` longer, as on a slow or distant server."""
+    execute = LockHub._execute
+
+    def slow(self: LockHub, sql: str, name: str) -> tuple[object, ...] | None:
+        time.sleep(seconds)
+        return execute(self, sql, name)
+
+    monkeypatch.setattr(LockHub, "_execute", slow)
+
+
+async def test_taking_and_letting_go_a_lock_from_async_code_never_stalls_the_loop(
+    hub: LockHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_server(monkeypatch, 0.2)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    async with hub.hold_async("turn:telegram:42"):
+        pass
+    ticker.cancel()
+    assert ticks >= 20  # 0.4 s of lock queries, and the loop ran on through them
+    assert not hub.held_anywhere("turn:telegram:42")
+
+
+async def test_a_lock_taken_for_a_waiter_cancelled_meanwhile_is_let_go(
+    hub: LockHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_server(monkeypatch, 0.3)
+    entered = False
+
+    async def turn() -> None:
+        nonlocal entered
+        async with hub.hold_async("turn:telegram:42"):
+            entered = True
+
+    waiter = asyncio.create_task(turn())
+    await asyncio.sleep(0.1)  # the query that takes it is under way
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await asyncio.sleep(0.8)  # it comes back with the lock, which is let go again
+    monkeypatch.undo()
+    assert not entered
+    assert not hub.held_anywhere("turn:telegram:42")

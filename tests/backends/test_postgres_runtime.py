@@ -4,10 +4,14 @@ through real turns, tools and commands (the workspace's files stay files)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +123,81 @@ def test_index_rebuild_and_search_from_the_command_line_on_postgres(
     assert "Мама живёт в Москве" in capsys.readouterr().out
     assert main(["memory", "search", "coffee", "--json"]) == 0
     assert "美式咖啡" in capsys.readouterr().out
+
+
+# -- the event loop never waits on a turn's appends ---------------------------------------
+
+
+def _slow_appends(
+    monkeypatch: pytest.MonkeyPatch,
+    seconds: float,
+    threads: list[int],
+    second: threading.Event | None = None,
+) -> None:
+    """Every append takes `seconds` longer (a slow server), noting the thread it ran on;
+    `second` is set as the second one begins."""
+    from lore.backends.postgres.live import PostgresLiveSession
+
+    append = PostgresLiveSession.append
+
+    def slow(self: PostgresLiveSession, *args: Any, **kwargs: Any) -> None:
+        threads.append(threading.get_ident())
+        if second is not None and len(threads) == 2:
+            second.set()
+        time.sleep(seconds)
+        append(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresLiveSession, "append", slow)
+
+
+async def test_a_turn_appends_in_a_worker_thread_while_the_loop_goes_on(
+    lore: Runtime, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+    _slow_appends(monkeypatch, 0.2, threads)
+    model.reply("好的。")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    await lore.conversation("cli:default", emit=lambda event: None).send("你好")
+    ticker.cancel()
+    assert len(threads) == 2 and threading.get_ident() not in threads  # said, then the reply
+    assert ticks >= 20  # the loop ran on through the 0.4 s of appends
+    said, reply = lore.session("cli:default").messages
+    assert (said["content"], reply["content"]) == ("你好", "好的。")
+
+
+async def test_a_turn_cancelled_while_what_was_said_is_written_is_marked_cancelled(
+    lore: Runtime, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_appends(monkeypatch, 0.3, [])
+    model.reply("不该出现")
+    turn = asyncio.create_task(lore.conversation("cli:default", emit=lambda e: None).send("你好"))
+    await asyncio.sleep(0.1)  # the append of what was said is under way in its thread
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    (said,) = lore.session("cli:default").messages
+    assert said["content"] == "你好" and said["cancelled"] is True
+    assert model.pending == 1  # the model was never asked
+
+
+async def test_a_turn_cancelled_while_its_reply_is_stored_keeps_the_reply_whole(
+    lore: Runtime, model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storing = threading.Event()
+    _slow_appends(monkeypatch, 0.3, [], storing)
+    model.reply("好的。")
+    turn = asyncio.create_task(lore.conversation("cli:default", emit=lambda e: None).send("你好"))
+    assert await asyncio.to_thread(storing.wait, 10)  # the reply's append has begun
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    said, reply = lore.session("cli:default").messages
+    assert reply["content"] == "好的。" and not said.get("cancelled")

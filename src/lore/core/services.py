@@ -9,9 +9,10 @@ one another back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from lore.ports.sessions import LiveSession, SessionStore
 
 __all__ = ["Services"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Services(Protocol):
@@ -113,6 +117,13 @@ class Services(Protocol):
     def history_budget(self, fixed_tokens: int) -> int: ...
 
     def session(self, key: str) -> LiveSession: ...
+
+    async def off_loop(self, call: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`call(*args, **kwargs)` from async code, for a call that waits on the stores:
+        in a worker thread when the backend is remote (PostgreSQL), else right here. A
+        caller cancelled meanwhile gets its CancelledError once the call has ended (the
+        call's own error if it failed)."""
+        ...
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """Run `job` (Dream, the idle closer, one conversation's consolidation) on one

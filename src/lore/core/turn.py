@@ -2,8 +2,9 @@
 → persist the reply → emit → schedule background work.
 
 What was said is written (fsynced) before the model is asked, and every streamed chunk
-goes to a draft file before the channel shows it, so whatever the user saw survives a
-crash: an interrupted reply comes back as an assistant message marked `interrupted`.
+goes to a draft as the channel shows it (a file at once; PostgreSQL within a quarter
+second, from a thread), so what the user saw survives a crash: an interrupted reply comes
+back as an assistant message marked `interrupted`.
 Ctrl+C (cancellation) marks the user message cancelled, which leaves the conversation as
 it was: cancelled turns never reach a window again. A failed turn keeps the user message
 (marked unanswered) and the tool rounds that completed.
@@ -108,10 +109,16 @@ class TurnRunner:
         user = _user_message(inbound, ctx.now)
         history = list(session.messages)
         start = session.meta.last_consolidated
-        # Written before the model is asked (a killed process keeps it); the turn's
-        # last append carries it to the disk with the reply.
-        session.append([user], touch=False, durable=False)
         index = ctx.message_index
+        try:
+            # Written before the model is asked (a killed process keeps it); the turn's
+            # last append carries it to the disk with the reply.
+            await lore.off_loop(session.append, [user], touch=False, durable=False)
+        except asyncio.CancelledError:
+            session.mark(index, cancelled=True)  # written by now: off_loop waits for it
+            emit(ReplyFailed("Cancelled.", cancelled=True))
+            raise
+        late: asyncio.CancelledError | None = None  # a cancellation as the reply was stored
         rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
         sent: list[Message] = []  # the history the request carried
         system = ""
@@ -156,7 +163,10 @@ class TurnRunner:
                         f"{provider.name} gave no reply{after}; try again or rephrase"
                     )
                 _keep_why(result.messages, ctx)
-                session.append(result.messages)  # a full disk refuses it, like any failure
+                try:  # a full disk refuses it, like any failure
+                    await lore.off_loop(session.append, result.messages)
+                except asyncio.CancelledError as exc:
+                    late = exc  # stored all the same: the turn ends, then the cancellation
             except asyncio.CancelledError:
                 if self.stopping and draft.text:
                     cut = [_interrupted(draft.text, now_iso)]
@@ -201,6 +211,8 @@ class TurnRunner:
             fixed_tokens=fixed,
         )
         self._after_turn(completed, emit)
+        if late is not None:
+            raise late
         return result
 
     def _after_turn(self, completed: CompletedTurn, emit: Emit) -> None:

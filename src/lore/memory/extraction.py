@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lore.errors import InvalidInputError, LoreError, NotFoundError
+from lore.errors import DatabaseUnavailable, InvalidInputError, LoreError, NotFoundError
 from lore.events import Notice
 from lore.llm.base import ChatRequest, Provider, complete
 from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, MemoryStore, Source
@@ -169,6 +169,8 @@ async def extract(
                 now=now,
                 forget=forget,
             )
+        except DatabaseUnavailable:
+            raise  # the background runs the whole extraction again once it is back
         except LoreError as exc:
             last_error = exc
             log.info("extraction attempt %d for %s failed: %s", attempt + 1, turn.scope, exc)
@@ -184,6 +186,8 @@ def candidate_memories(lore: ExtractionServices, scope: str, user_text: str) -> 
     found: dict[int, Memory] = {}
     try:
         matched = lore.memory.search(scope, user_text, now=now, limit=_SEARCHED)
+    except DatabaseUnavailable:
+        raise
     except LoreError:
         matched = []
     for memory in [*matched, *lore.memory.active(scope, now=now, limit=_RECENT)]:

@@ -55,6 +55,13 @@ class Backend(Protocol):
         """Has this storage been created? (Opening a store of one that was not creates it.)"""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """Does every store call wait on a server (a round trip: a millisecond and more a
+        call under load)? Then async code makes the costly ones in a worker thread, where
+        on a local database the thread would cost more than the call."""
+        ...
+
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """Hold `job` for this worker alone: True when it is ours, False when another
         worker holds it (`path`: the lock file a backend of files uses)."""

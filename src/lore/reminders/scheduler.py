@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from lore.clock import Clock
-from lore.errors import DamagedRecordError, LoreError
+from lore.errors import DamagedRecordError, DatabaseUnavailable, LoreError
 from lore.lease_holder import LeaseHolder
 from lore.ports.outbox import Outbox, OutboxItem
 from lore.ports.reminders import ReminderStore
@@ -154,12 +154,19 @@ class Scheduler:
             self._wake.clear()
             try:
                 await self.run_once()
+            except DatabaseUnavailable as exc:  # passing: one line, not a traceback a poll
+                log.warning("the reminder scheduler waits for the database: %s", exc)
+                self._failed = True
             except (LoreError, sqlite3.Error):
                 log.exception("the reminder scheduler could not read the database; retrying")
                 self._failed = True
             if self._stopping:
                 break
-            delay = self.seconds_until_next(self.clock.now())
+            try:
+                delay = self.seconds_until_next(self.clock.now())
+            except DatabaseUnavailable as exc:
+                log.warning("the reminder scheduler waits for the database: %s", exc)
+                delay = self.max_sleep
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:

@@ -10,6 +10,7 @@ cheap; numpy and the model load on first use.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
+from lore.errors import DatabaseUnavailable
 from lore.health import HEALTH
 from lore.metrics import METRICS
 
@@ -51,6 +53,8 @@ _DAILY_NOTE = re.compile(r"(?:^|/)\d{4}-\d{2}-\d{2}\.md$")
 _FILE_CHECK_SECONDS = 2.0
 # Entries embedded per background run (about 10-30 ms each), so that a run that must
 # finish before a one-shot command exits never takes long; the next run goes on.
+log = logging.getLogger(__name__)
+
 _EMBED_BATCH = 128
 # What one result line shows of its entry: enough to judge it, little enough that ten
 # results cost the prompt about 700 tokens.
@@ -255,9 +259,13 @@ async def embed_backlog_forever(lore: SearchServices, *, idle_seconds: float = 3
     a time, so hybrid search covers everything again; sleep while there are none."""
     found = searcher(lore)
     while True:
-        with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
-            done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
-        HEALTH.backlog(await asyncio.to_thread(found.index.pending_vectors))
+        try:
+            with lore.exclusive("embed-backlog", None) as free:  # one worker embeds at a time
+                done = await asyncio.to_thread(found.embed_pending, _EMBED_BATCH) if free else 0
+            HEALTH.backlog(await asyncio.to_thread(found.index.pending_vectors))
+        except DatabaseUnavailable as exc:  # the next round, once it is back
+            log.warning("embedding the search backlog waits for the database: %s", exc)
+            done = 0
         if not done:
             await asyncio.sleep(idle_seconds)
 

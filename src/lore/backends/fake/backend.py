@@ -38,6 +38,8 @@ __all__ = ["FakeBackend"]
 class FakeBackend:
     """Every port in memory; `embedder` defaults to the hash embedder (no model loaded)."""
 
+    remote = False
+
     def __init__(self, *, embedder: Embedder | None = None) -> None:
         self._reminders = FakeReminderStore()
         self._memory = FakeMemoryStore()

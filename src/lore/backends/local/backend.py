@@ -26,6 +26,8 @@ __all__ = ["LocalBackend"]
 
 
 class LocalBackend:
+    remote = False  # SQLite and files, in this process
+
     def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
         self.config = config
         self._embedder = embedder

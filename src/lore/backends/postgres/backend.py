@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from lore.backends.postgres.chat_ledger import PostgresChatLedger
 from lore.backends.postgres.database import PostgresDatabase
 from lore.backends.postgres.history import PostgresHistory
+from lore.backends.postgres.live import drafts_written
 from lore.backends.postgres.locks import LockHub
 from lore.backends.postgres.memories import PostgresMemoryStore
 from lore.backends.postgres.outbox import PostgresOutbox
@@ -33,6 +34,8 @@ __all__ = ["PostgresBackend"]
 class PostgresBackend:
     """Opens (and migrates) the database at `url`; `close()` ends every connection."""
 
+    remote = True  # every call is a round trip to the server
+
     def __init__(
         self, url: str, *, max_connections: int = 10, embedder: Embedder | None = None
     ) -> None:
@@ -44,7 +47,7 @@ class PostgresBackend:
         self.reminders: ReminderStore = self._reminders
         self.search_index: SearchIndexPort = PostgresSearchIndex(self.db, embedder)
         # One connection of its own holds this process's advisory locks (turns, jobs).
-        self.locks = LockHub(url)
+        self.locks = LockHub(url, self.db)
         self.sessions: SessionStore = PostgresSessions(self.db, self.locks)
         self.history: HistoryLog = PostgresHistory(self.db)
         self.chat_ledger: ChatLedger = PostgresChatLedger(self.db)
@@ -58,6 +61,7 @@ class PostgresBackend:
         return self.locks.hold(f"job:{job}", wait=False)
 
     def close(self) -> None:
+        drafts_written()  # the rows of replies just stored go first
         self._reminders.close()  # its LISTEN connection
         self.locks.close()
         self.db.close()

@@ -4,11 +4,19 @@ Stores own their tables' SQL and use this class for connections and transactions
 nothing else runs SQL. Connections are shared by every thread through a psycopg pool:
 a thread inside `atomic()` keeps its connection, so nested calls become savepoints and
 reads inside a transaction see its writes.
+
+A server that stops answering (stopped, restarting, the network gone) is noticed by the
+first call that loses its connection; from then on a thread of its own tries to connect
+twice a second, and until it can every call is a `DatabaseUnavailable`: at once on an
+event loop's thread (so `/health` and every other conversation go on), after waiting up
+to the pool's timeout on any other thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import logging
 import pkgutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -18,10 +26,10 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from lore.config import redact_url
-from lore.errors import StoreError
+from lore.errors import DatabaseUnavailable, StoreError
 
 __all__ = [
     "LOCK_NAMESPACE",
@@ -32,7 +40,11 @@ __all__ = [
     "migrations",
 ]
 
+log = logging.getLogger(__name__)
+
 Connection = psycopg.Connection[DictRow]
+
+_PROBE_EVERY = 0.5  # seconds between two tries to reach a server that went away
 
 # pg_advisory locks take (namespace, key): Lore's namespace keeps clear of other users.
 _LOCK_NAMESPACE = 0x4C6F7265  # "Lore"
@@ -88,6 +100,11 @@ class PostgresDatabase:
         check_url(url)
         self.url = url
         self._local = threading.local()
+        self._timeout = timeout
+        self._reachable = threading.Event()  # cleared while the server cannot be reached
+        self._reachable.set()
+        self._probing = threading.Lock()  # held by the thread trying to reach it
+        self._closed = threading.Event()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=min_size,
@@ -124,7 +141,7 @@ class PostgresDatabase:
             with current.transaction():
                 yield current
             return
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             self._local.conn = conn
             try:
                 with self._lost(conn), conn.transaction():
@@ -140,7 +157,7 @@ class PostgresDatabase:
         if current is not None:
             yield current
             return
-        with self._pool.connection() as conn, self._lost(conn):
+        with self._pooled() as conn, self._lost(conn):
             yield conn
 
     @contextmanager
@@ -153,8 +170,88 @@ class PostgresDatabase:
         except psycopg.Error as exc:
             if not (conn.broken or conn.closed):
                 raise
+            self.went_away()
             where = redact_url(self.url)
-            raise StoreError(f"PostgreSQL at {where} lost its connection: {exc}") from exc
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {where} lost its connection: {_first_line(exc)}"
+            ) from exc
+        if not self._reachable.is_set():
+            self._reachable.set()  # the server answered: no need to wait for the probe
+
+    @contextmanager
+    def _pooled(self) -> Iterator[Connection]:
+        """A connection from the pool, unless the server is known to be unreachable: then
+        a DatabaseUnavailable, at once on an event loop, else once the pool's timeout has
+        passed without the server coming back."""
+        if not self._reachable.is_set():
+            if _on_event_loop() or not self._reachable.wait(self._timeout):
+                raise self.unavailable()
+        try:
+            with self._pool.connection(timeout=self._timeout) as conn:
+                yield conn
+        except PoolTimeout:
+            self.went_away()
+            raise self.unavailable() from None
+
+    @property
+    def reachable(self) -> bool:
+        """False from a lost connection until the server answers again."""
+        return self._reachable.is_set()
+
+    def unavailable(self) -> DatabaseUnavailable:
+        """The error for a call that meets the server unreachable."""
+        return DatabaseUnavailable(
+            f"PostgreSQL at {redact_url(self.url)} cannot be reached; trying again"
+        )
+
+    def went_away(self) -> None:
+        """A connection broke: until a new one can be made, calls fail fast, and a thread
+        of its own tries to reach the server."""
+        if self._closed.is_set():
+            return
+        self._reachable.clear()
+        if self._probing.acquire(blocking=False):  # else one is trying already
+            threading.Thread(target=self._reach, name="lore-postgres-probe", daemon=True).start()
+
+    def _reach(self) -> None:
+        """The probe thread: connect until the server answers, then let calls through
+        again (the connections the outage broke are dropped from the pool first)."""
+        where = redact_url(self.url)
+        failures = 0
+        try:
+            # The pool's idle connections went with the server: drop them now, before
+            # another call takes one and fails on it too.
+            self._drop_dead()
+            while not self._closed.is_set():
+                try:
+                    psycopg.connect(self.url, connect_timeout=2).close()
+                except psycopg.Error as exc:
+                    failures += 1
+                    if failures == 1:
+                        reason = _first_line(exc)
+                        log.warning(
+                            "PostgreSQL at %s cannot be reached (%s); trying again every %.1f s",
+                            where,
+                            reason,
+                            _PROBE_EVERY,
+                        )
+                    self._closed.wait(_PROBE_EVERY)
+                    continue
+                self._drop_dead()
+                if failures:
+                    log.warning("PostgreSQL at %s answers again", where)
+                return
+        finally:
+            # In this order: a connection lost from now on starts another probe.
+            self._probing.release()
+            self._reachable.set()
+
+    def _drop_dead(self) -> None:
+        """Check the pool's idle connections, dropping (and replacing) the broken ones."""
+        try:
+            self._pool.check()
+        except (PoolClosed, psycopg.Error):
+            pass  # closing, or the server went again: the next call finds out
 
     def lock(self, conn: Connection, name: str) -> None:
         """Hold the advisory lock `name` until `conn`'s transaction ends (the keys are
@@ -166,7 +263,7 @@ class PostgresDatabase:
         False when another session held them and it gave up waiting."""
         if getattr(self._local, "conn", None) is not None:
             return False  # VACUUM cannot run inside a transaction
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             try:
                 conn.execute("SET lock_timeout = '5s'")
                 conn.execute(f"VACUUM (FULL) {', '.join(tables)}")
@@ -185,6 +282,7 @@ class PostgresDatabase:
             return conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
+        self._closed.set()
         self._pool.close()
 
     def _migrate(self) -> None:
@@ -203,6 +301,21 @@ class PostgresDatabase:
                 conn.execute(
                     "INSERT INTO lore_migrations (number, name) VALUES (%s, %s)", (number, name)
                 )
+
+
+def _first_line(exc: BaseException) -> str:
+    """libpq's messages run over several lines; the first says what happened."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _on_event_loop() -> bool:
+    """Is this thread running an event loop (where waiting would stall every task)?"""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _configure(conn: Connection) -> None:

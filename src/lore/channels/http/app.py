@@ -27,6 +27,7 @@ from lore.channels.http.server import STOPPING
 from lore.channels.http.turns import Turns
 from lore.errors import (
     ConfigError,
+    DatabaseUnavailable,
     InvalidInputError,
     LoreError,
     NotFoundError,
@@ -157,6 +158,8 @@ def status_of(exc: LoreError) -> int:
         return 404
     if isinstance(exc, InvalidInputError | ConfigError):
         return 400
+    if isinstance(exc, DatabaseUnavailable):
+        return 503
     if isinstance(exc, StoreError):
         return 409
     if isinstance(exc, ProviderError):
@@ -169,6 +172,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, LoreError)
         status = status_of(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if isinstance(exc, DatabaseUnavailable):  # passing: say when to ask again
+            headers = {"Retry-After": str(exc.retry_after)}
         return error_response(status, str(exc), headers)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -100,6 +100,8 @@ async def chat_completions(
     finished = await reply.finish()
     if isinstance(finished, CommandOutput):  # a slash command that refused: bad input
         return error_response(400, finished.text)
+    if isinstance(finished, ReplyFailed) and finished.retry_after is not None:
+        return error_response(503, finished.message, {"Retry-After": str(finished.retry_after)})
     if isinstance(finished, ReplyFailed):
         return error_response(502, finished.message)
     return JSONResponse(

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.errors import LoreError
+from lore.errors import DatabaseUnavailable, LoreError
 from lore.events import Emit, Inbound, ReplyFailed, Trust
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class Turns:
         inbound = Inbound(scope, CHANNEL, author, text, trust, project=project)
         try:
             await self._lore.bus.send(inbound, emit, approver)
+        except DatabaseUnavailable as exc:
+            emit(ReplyFailed(str(exc), retry_after=exc.retry_after))
         except LoreError as exc:
             emit(ReplyFailed(str(exc)))
         except Exception:  # a bug must not take the server down, nor leak a trace
