@@ -316,6 +316,8 @@ def test_the_block_order_is_profile_first_then_most_recently_updated(store: Memo
     assert [m.id for m in store.active(HOME, now=NOW + timedelta(hours=1), limit=3)] == order[:3]
     page = store.active_page(HOME, now=NOW + timedelta(hours=1), limit=2)
     assert ([m.id for m in page.memories], page.total) == (order[:2], 4)
+    every = store.active_page(HOME, now=NOW + timedelta(hours=1), limit=None)
+    assert ([m.id for m in every.memories], every.total) == (order, 4)
 
 
 def test_forget_erases_every_version_and_the_text_the_audit_kept(store: MemoryStore) -> None:

@@ -40,9 +40,9 @@ class MemoryReads(ABC, Generic[Conn]):
         with self._reading() as conn:
             return self._active(conn, scope, now, limit)
 
-    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage:
-        """The first `limit` memories in block order and how many are live in all, read
-        from one snapshot."""
+    def active_page(self, scope: str, *, now: datetime, limit: int | None) -> ActivePage:
+        """The first `limit` memories in block order (None: all of them) and how many are
+        live in all, read from one snapshot."""
         iso(now)
         with self._snapshot() as conn:
             return ActivePage(

@@ -333,7 +333,10 @@ class MemoryStore(Protocol):
     def active(self, scope: str, *, now: datetime, limit: int | None = None) -> list[Memory]:
         """Unexpired active memories: profile first, then most recently updated."""
 
-    def active_page(self, scope: str, *, now: datetime, limit: int) -> ActivePage: ...
+    def active_page(self, scope: str, *, now: datetime, limit: int | None) -> ActivePage:
+        """The first `limit` memories in block order (None: all of them) and how many are
+        live in all, read from one snapshot."""
+        ...
 
     def search(self, scope: str, query: str, *, now: datetime, limit: int = 10) -> list[Memory]:
         """Unexpired active memories of the scope matching any word of `query` (their

@@ -54,7 +54,7 @@ class ScopeAccess:
 
     def memories(self, *, limit: int | None = None) -> dict[str, Any]:
         now = self.lore.clock.now()
-        page = self.lore.memory.active_page(self.scope, now=now, limit=limit or -1)
+        page = self.lore.memory.active_page(self.scope, now=now, limit=limit)
         return {
             "scope": self.scope,
             "total": page.total,
