@@ -50,14 +50,7 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         with self._db.atomic():
             yield
         if self._fold_pending and not self._db.conn.in_transaction:
-            try:
-                self._db.checkpoint()  # a forget inside left the old pages in the WAL
-                self._fold_pending = False
-            except sqlite3.OperationalError as error:
-                # The batch is committed; a statement still open on this connection (a
-                # search reading in another thread) only defers the fold to the next one.
-                if "locked" not in str(error):
-                    raise
+            self._fold()  # a forget inside left the old pages in the WAL
 
     def compact(self) -> bool:
         return self._db.vacuum()
@@ -212,11 +205,22 @@ class SQLiteMemoryStore(MemoryWrites[sqlite3.Connection]):
         return erased
 
     def _erased(self) -> None:
-        if self._db.conn.in_transaction:
-            self._fold_pending = True  # the batch folds the WAL once it commits
-        else:
-            # The WAL still holds the old pages; fold it in and truncate it.
+        # The WAL still holds the old pages: fold it in and truncate it, now or (inside a
+        # batch) once the batch commits.
+        self._fold_pending = True
+        if not self._db.conn.in_transaction:
+            self._fold()
+
+    def _fold(self) -> None:
+        try:
             self._db.checkpoint()
+            self._fold_pending = False
+        except sqlite3.OperationalError as error:
+            # What was erased is committed; a statement still open on this connection (a
+            # search reading in another thread) only defers the fold to the next forget
+            # or batch.
+            if "locked" not in str(error):
+                raise
 
     def _clear_audits(self, conn: sqlite3.Connection, audit_ids: list[int]) -> None:
         marks = ",".join("?" * len(audit_ids))
