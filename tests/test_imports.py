@@ -59,3 +59,31 @@ def test_a_command_imports_no_extraction_consolidation_or_embedding(
     loaded = _loaded(command, tmp_path / "home")
     heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
     assert heavy == []
+
+
+def test_a_turn_in_a_home_without_mcp_servers_never_loads_the_mcp_sdk(tmp_path: Path) -> None:
+    """The MCP client's SDK takes most of a second to import: a one-shot turn of a home
+    that configures no `[mcp.servers]` must not pay for it (a home that does, does)."""
+    from tests.openai_server import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    try:
+        fake.reply("Привет! 你好").reply("[]")  # the reply, then extraction's
+        home = tmp_path / "home"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "LORE"))},
+            "LORE_HOME": str(home),
+            "LORE_MODEL": "openai/gpt-4o-mini",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": fake.base_url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, "chat -m 'hi there'"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    finally:
+        fake.stop()
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "Привет! 你好" in done.stdout
+    assert "lore.runtime" in loaded  # a whole turn ran
+    assert not [m for m in loaded if m == "mcp" or m.startswith(("mcp.", "lore.tools.mcp"))]

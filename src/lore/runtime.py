@@ -307,17 +307,20 @@ class Runtime:
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
         from lore.tools.feature import tools_feature
-        from lore.tools.mcp_feature import mcp_feature
 
-        return [
+        features = [
             core_feature(self),
             memory_feature(self),
             reminders_feature(self),
             sessions_feature(self),
             search_feature(self),
             tools_feature(self),
-            mcp_feature(self),
         ]
+        if self.config.mcp.servers:  # the MCP SDK (~0.7 s to import) only where it serves
+            from lore.tools.mcp_feature import mcp_feature
+
+            features.append(mcp_feature(self))
+        return features
 
     @cached_property
     def tools(self) -> ToolRegistry:

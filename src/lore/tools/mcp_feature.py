@@ -224,8 +224,7 @@ class McpTools:
 
 
 def mcp_feature(lore: Services) -> Feature:
-    if not lore.config.mcp.servers:
-        return Feature("mcp")
+    """The tools of the configured servers (the runtime builds it only when there are)."""
     source = McpTools(lore.config)
     return Feature(
         "mcp",
