@@ -21,9 +21,9 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore.backends.local.scheduled_backups import backup_forever
 from lore.channels.owner import owner_reminders, terminal_delivers
@@ -227,8 +227,8 @@ class Daemon:
 
     # -- starting ------------------------------------------------------------------------
 
-    def _spawn(self, work: object, name: str) -> None:
-        self._tasks.append(asyncio.create_task(work, name=name))  # type: ignore[arg-type]
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(work, name=name))
 
     def _catch_sigterm(self) -> None:
         """A service manager stops us with SIGTERM: finish the delivery in hand, then exit."""
