@@ -1,5 +1,6 @@
-"""`lore import chatgpt|claude|markdown PATH`, `lore import list` and `lore import undo ID`:
-bring another assistant's history (or a folder of notes) into the archive and the notes."""
+"""`lore import chatgpt|claude|nanobot|openclaw|mem0|markdown PATH`, `lore import list`
+and `lore import undo ID`: bring another assistant's history (or a folder of notes) into
+the archive, the notes and the memories."""
 
 from __future__ import annotations
 
@@ -22,6 +23,17 @@ _SOURCES = {
     "prompts, tool calls or hidden context), their times and its title.",
     "claude": "the Claude export's conversations.json (or its folder or zip): each "
     "conversation's human and assistant messages, their times and its name.",
+    "nanobot": "a nanobot home (~/.nanobot), its workspace or a folder of its session "
+    "files: each session (*.jsonl) becomes a conversation with its messages' times; "
+    "USER.md, memory/MEMORY.md and SOUL.md become notes under memory/imported/nanobot/, "
+    "and each bullet line of USER.md and memory/MEMORY.md a memory; memory/history.jsonl "
+    "(its summaries) becomes a note of dated sections.",
+    "openclaw": "an OpenClaw workspace (~/.openclaw/workspace): MEMORY.md and the "
+    "Markdown under memory/ (the daily logs, dated by their names) become notes under "
+    "memory/imported/openclaw/.",
+    "mem0": 'a mem0 export: the JSON its API returns for get_all ({"results": [...]}, '
+    "or a list): each memory becomes one of Lore's, dated when mem0 made it, its text "
+    "kept in an archived session it links to.",
     "markdown": "a folder of Markdown notes (an Obsidian vault): each .md file, front matter "
     "and all, becomes a note under memory/imported/ (hidden folders such as .obsidian are "
     "left out).",
@@ -29,15 +41,17 @@ _SOURCES = {
 
 _EXTRACTION = (
     "Memories are not extracted from imported conversations yet: they are archived "
-    "sessions, found by `lore memory search` and the assistant's search, and that is all "
-    "(--no-extract states it; it is the only behaviour for now)."
+    "sessions, found by `lore memory search` and the assistant's search (--no-extract "
+    "states it; it is the only behaviour for now). Facts another agent kept (mem0's, "
+    "nanobot's) become memories, each checked as any memory is: one holding a secret or "
+    "over 500 characters is skipped with the reason."
 )
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="bring history from ChatGPT, Claude or a folder of Markdown notes",
+        help="bring history from ChatGPT, Claude, nanobot, OpenClaw, mem0 or Markdown notes",
         description="Import another assistant's conversations as archived sessions (with "
         "their own dates, title and source, searchable at once) or a folder of notes. The "
         "export is read and checked before anything is written; a damaged item is skipped "
@@ -133,17 +147,23 @@ def _import(args: argparse.Namespace) -> int:
             scope=args.session,
             zone=lore.zone,
             clock=lore.clock.now,
+            memory=lore.memory,
+            author=lore.config.user_name,
             progress=progress.advance,
         )
         progress.close()
         _index(lore, [item["session_id"] for item in record.sessions])
     if args.json:
-        print_json({"id": record.id if total else None, "dry_run": False, **summary})
+        made = {"memories_new": record.memories}
+        print_json({"id": record.id if total else None, "dry_run": False, **summary, **made})
         return 0
     if not total:
         print(f"Nothing new to import ({counted(plan.already_imported, 'item')} already here).")
         return 0
     _print_plan(summary, dry_run=False)
+    if summary["memories"] > record.memories:
+        held = summary["memories"] - record.memories
+        print(f"{counted(held, 'fact')} Lore held already added no memory.")
     print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
     return 0
 
@@ -170,13 +190,17 @@ def _print_plan(summary: dict[str, Any], *, dry_run: bool) -> None:
     from lore.text import counted
 
     verb = "Would import" if dry_run else "Imported"
-    if summary["source"] == "markdown":
-        print(f"{verb} {counted(summary['notes'], 'note')} from {summary['path']}.")
-    else:
-        print(
-            f"{verb} {counted(summary['conversations'], 'conversation')} "
-            f"({counted(summary['messages'], 'message')}) from {summary['path']}."
+    parts = []
+    if summary["conversations"] or summary["source"] in ("chatgpt", "claude"):
+        parts.append(
+            f"{counted(summary['conversations'], 'conversation')} "
+            f"({counted(summary['messages'], 'message')})"
         )
+    if summary["memories"]:
+        parts.append(counted(summary["memories"], "memory", "memories"))
+    if summary["notes"] or not parts:
+        parts.append(counted(summary["notes"], "note"))
+    print(f"{verb} {', '.join(parts)} from {summary['path']}.")
     for title in summary["titles"][:5]:
         print(f"  {title}")
     if len(summary["titles"]) > 5:
@@ -209,6 +233,8 @@ def _list(args: argparse.Namespace) -> int:
             else " (stopped part-way: undo it and import again)"
         )
         made = counted(len(r.sessions), "session") + ", " + counted(len(r.notes), "note")
+        if r.memories:
+            made += ", " + counted(r.memories, "memory", "memories")
         print(f"{r.id} · {r.started_at} · {r.source} · {made} · {r.path}{state}")
     return 0
 
@@ -221,24 +247,34 @@ def _undo(args: argparse.Namespace) -> int:
     with runtime(args) as lore:
         ledger = _ledger(lore)
         record = ledger.get(args.import_id)
-        removed, notes = undo_import(
+        removed, notes, forgotten = undo_import(
             record,
             sessions=lore.sessions,
             notes=lore.notes,
             workspace=lore.config.workspace,
             ledger=ledger,
             now=lore.clock.now(),
+            memory=lore.memory,
+            by=lore.config.user_name,
         )
         search = searcher(lore)
         for item in record.sessions:
             search.index.remove_source("message", item["session_id"])
         search.refresh(files=True)
     if args.json:
-        print_json({"id": record.id, "sessions_removed": removed, "notes_removed": notes})
+        print_json(
+            {
+                "id": record.id,
+                "sessions_removed": removed,
+                "notes_removed": notes,
+                "memories_forgotten": forgotten,
+            }
+        )
         return 0
-    print(
-        f"Removed import {record.id}: {counted(removed, 'session')} and {counted(notes, 'note')}."
-    )
+    made = [counted(removed, "session"), counted(notes, "note")]
+    if forgotten:
+        made.append(counted(forgotten, "memory", "memories"))
+    print(f"Removed import {record.id}: {', '.join(made[:-1])} and {made[-1]}.")
     return 0
 
 

@@ -1,5 +1,6 @@
 """Reading another assistant's history: the ChatGPT data export, the Claude export and a
-folder of Markdown notes (an Obsidian vault), into conversations and notes to import.
+folder of Markdown notes (an Obsidian vault), into conversations and notes to import
+(nanobot, OpenClaw and mem0 are read by lore.sessions.export_agents).
 
 Reading never writes anything. A damaged item (a conversation without messages, a note
 that is not UTF-8) is skipped with its reason, and a file cut off part-way keeps the
@@ -29,7 +30,7 @@ __all__ = [
     "read_export",
 ]
 
-SOURCES = ("chatgpt", "claude", "markdown")
+SOURCES = ("chatgpt", "claude", "nanobot", "openclaw", "mem0", "markdown")
 
 _CONVERSATIONS = "conversations.json"
 
@@ -45,6 +46,9 @@ class Conversation:
     created_at: datetime
     updated_at: datetime
     messages: list[Message]
+    # Its messages are facts another agent kept (mem0's memories, nanobot's USER.md
+    # lines), each to become a memory linked to its message.
+    facts: bool = False
 
     @property
     def content_hash(self) -> str:
@@ -90,6 +94,13 @@ def read_export(source: str, path: Path) -> Export:
     export = Export(source, str(path))
     if source == "markdown":
         _read_notes(export, path)
+        return export
+    if source in ("nanobot", "openclaw", "mem0"):
+        from lore.sessions.export_agents import read_mem0, read_nanobot, read_openclaw
+
+        {"nanobot": read_nanobot, "openclaw": read_openclaw, "mem0": read_mem0}[source](
+            export, path
+        )
         return export
     items = _json_list(export, _conversations_text(path))
     read = _chatgpt if source == "chatgpt" else _claude
