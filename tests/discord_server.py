@@ -218,6 +218,7 @@ class FakeDiscord:
                 "locale": "en-US",
                 "guild_locale": "en-US",
                 "app_permissions": "2248473465835073",
+                "attachment_size_limit": 10485760,
                 "entitlements": [],
                 "authorizing_integration_owners": {"0": FAMILY_GUILD},
                 "context": 0,
@@ -250,6 +251,7 @@ class FakeDiscord:
             "entitlements": [],
             "authorizing_integration_owners": {"1": author["id"]},
             "app_permissions": "2248473465835073",
+            "attachment_size_limit": 10485760,
             "data": {"custom_id": button["custom_id"], "component_type": 2},
         }
         if channel in self.channels or channel in self.threads:
@@ -265,7 +267,9 @@ class FakeDiscord:
         """A thread started in `parent` (THREAD_CREATE); its id."""
         thread_id = snowflake()
         self.threads[thread_id] = parent
-        self.dispatch("THREAD_CREATE", {**self._thread_payload(thread_id, name), "newly_created": True})
+        self.dispatch(
+            "THREAD_CREATE", {**self._thread_payload(thread_id, name), "newly_created": True}
+        )
         return thread_id
 
     # -- what the operator does -----------------------------------------------------------
@@ -475,7 +479,9 @@ class FakeDiscord:
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
         self.calls.append(f"{request.method} {path}")
-        if request.headers.get("Authorization") != "Bot TEST.TOKEN.discord":
+        # An interaction's response and follow-ups carry its token in the path instead.
+        token_in_path = path.startswith(("/interactions/", "/webhooks/"))
+        if not token_in_path and request.headers.get("Authorization") != "Bot TEST.TOKEN.discord":
             return _json(401, {"message": "401: Unauthorized", "code": 0})
         body: Any = await request.json() if request.can_read_body else None
         method = request.method
@@ -597,7 +603,11 @@ class FakeDiscord:
 
 def _components(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        {"type": 1, "id": n, "components": [{**c, "id": n * 10 + m} for m, c in enumerate(row["components"])]}
+        {
+            "type": 1,
+            "id": n,
+            "components": [{**c, "id": n * 10 + m} for m, c in enumerate(row["components"])],
+        }
         for n, row in enumerate(rows, start=1)
     ]
 
@@ -620,7 +630,10 @@ def _application() -> dict[str, Any]:
         "bot": BOT,
         "redirect_uris": [],
         "interactions_endpoint_url": None,
-        "install_params": {"scopes": ["bot", "applications.commands"], "permissions": "274877991936"},
+        "install_params": {
+            "scopes": ["bot", "applications.commands"],
+            "permissions": "274877991936",
+        },
         "integration_types_config": {"0": {}},
     }
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lore.channels.discord import DiscordChannel
+from lore.channels.discord import STRANGER, DiscordChannel
 from lore.clock import FixedClock
 from lore.config import Config, DiscordConfig
 from lore.llm.base import ChatRequest
@@ -83,3 +83,169 @@ async def test_two_people_in_a_server_channel(
     authors = [m.get("author") for m in lore.session(f"discord:{FAMILY}").messages]
     assert authors == ["Mom", "John", None]
     assert fake.identifies[0]["intents"] & (1 << 15)  # the message content intent
+
+
+async def test_the_owner_in_a_dm_is_answered_and_a_stranger_gets_one_line(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    lore, _ = discord
+    model.reply("Tokyo.")
+    await _say(
+        fake,
+        "What is the capital of Japan?",
+        channel="700000000000000001",
+        author=JOHN,
+        guild=False,
+    )
+    [answer] = await _sent(fake, 1)
+    assert answer["content"] == "Tokyo." and "message_reference" not in answer
+    scope = f"discord:dm:{JOHN['id']}"
+    assert lore.config.is_owner_scope(scope)
+    user_said, _ = lore.session(scope).messages
+    assert (user_said["author"], user_said["author_id"]) == ("John", JOHN["id"])
+    await _say(fake, "hi, who are you?", channel="700000000000000009", author=EVE, guild=False)
+    sent = await _sent(fake, 2)
+    assert sent[1]["content"] == STRANGER and sent[1]["channel_id"] == "700000000000000009"
+    assert lore.session(f"discord:dm:{EVE['id']}").messages == []
+    assert len(model.requests) == 1
+
+
+async def test_a_thread_is_a_conversation_of_its_own(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    lore, _ = discord
+    model.default = _echo
+    thread = await asyncio.to_thread(fake.thread, "trip planning", parent=FAMILY)
+    await _say(fake, "the hotel is in Hualien", channel=FAMILY, author=MOM)
+    await _say(fake, "which hotel?", channel=thread, author=JOHN, mention_bot=True)
+    [sent] = await _sent(fake, 1)
+    assert sent["channel_id"] == thread
+    [request] = model.requests
+    assert [m["content"] for m in request.messages] == ["which hotel?"]
+    assert [m["content"] for m in lore.session(f"discord:{FAMILY}").messages] == [
+        "the hotel is in Hualien"
+    ]
+
+
+async def test_a_reply_to_lore_and_the_slash_command_are_said_to_lore(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    model.default = _echo
+    await _say(fake, "привет", channel=FAMILY, author=MOM, mention_bot=True)
+    [first] = await _sent(fake, 1)
+    await _say(fake, "и ещё вопрос", channel=FAMILY, author=MOM, reply_to=first["id"])
+    sent = await _sent(fake, 2)
+    assert sent[1]["content"] == "re: и ещё вопрос"
+    interaction = await asyncio.to_thread(
+        lambda: fake.slash("明天几点出发?", channel=FAMILY, author=JOHN)
+    )
+    sent = await _sent(fake, 3)
+    [deferred] = [c for c in fake.callbacks if c["interaction_id"] == interaction]
+    assert deferred["type"] == 5  # "Lore is thinking…", at once
+    assert sent[2]["content"] == "re: 明天几点出发?" and sent[2]["channel_id"] == FAMILY
+    assert any(c.startswith("POST /webhooks/") for c in fake.calls)  # the follow-up
+
+
+async def test_a_burst_in_one_channel_is_answered_in_order(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    model.default = _echo
+    for n in range(10):
+        await _say(
+            fake, f"question {n}", channel=FAMILY, author=MOM if n % 2 else JOHN, mention_bot=True
+        )
+    sent = await _sent(fake, 10)
+    assert [s["content"] for s in sent] == [f"re: question {n}" for n in range(10)]
+
+
+async def test_a_rate_limited_send_is_retried_after_retry_after(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    model.reply("Noted.")
+    fake.rate_limit = 1
+    await _say(
+        fake,
+        "remember the wifi password is on the fridge",
+        channel=FAMILY,
+        author=JOHN,
+        mention_bot=True,
+    )
+    [sent] = await _sent(fake, 1)
+    assert sent["content"] == "Noted."
+    assert fake.calls.count(f"POST /channels/{FAMILY}/messages") == 2  # a 429, then sent
+    assert len(fake.wait_sent(2, timeout=1)) == 1
+
+
+async def test_a_dropped_gateway_is_resumed_without_losing_or_repeating_a_message(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    lore, _ = discord
+    model.default = _echo
+    await _say(fake, "before the drop", channel=FAMILY, author=JOHN, mention_bot=True)
+    await _sent(fake, 1)
+    await asyncio.to_thread(fake.drop)
+    # Said while the bot is away: Discord keeps it for the RESUME.
+    await _say(fake, "during the drop", channel=FAMILY, author=MOM, mention_bot=True)
+    sent = await _sent(fake, 2)
+    assert [s["content"] for s in sent] == ["re: before the drop", "re: during the drop"]
+    [resume] = fake.resumes
+    assert resume["token"] == TOKEN and resume["seq"] >= 3
+    assert len(fake.identifies) == 1  # resumed, not a new session
+    # A session Discord refuses to resume: a new IDENTIFY; a message seen again (Discord
+    # sending one twice) is answered once, by its id in the ledger.
+    await asyncio.to_thread(lambda: fake.drop(invalidate=True))
+    assert await asyncio.to_thread(lambda: fake.wait_for(lambda: len(fake.identifies) == 2))
+    [again] = [
+        m for m in fake.messages.values() if m["content"] == f"<@{BOT['id']}> during the drop"
+    ]
+    await asyncio.to_thread(lambda: fake.dispatch("MESSAGE_CREATE", again))
+    await _say(fake, "after", channel=FAMILY, author=MOM, mention_bot=True)
+    sent = await _sent(fake, 3)
+    assert [s["content"] for s in sent][2:] == ["re: after"]
+    assert len(fake.wait_sent(4, timeout=1)) == 3
+    said = [m["content"] for m in lore.session(f"discord:{FAMILY}").messages if m["role"] == "user"]
+    assert said == ["before the drop", "during the drop", "after"]
+
+
+async def test_the_owner_approves_by_button_and_refuses_by_replying(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    lore, _ = discord
+    dm = "700000000000000001"
+    model.tool_call("write_file", {"path": "groceries.md", "content": "- молоко\n- 牛奶\n"})
+    model.reply("Saved your list.")
+    model.tool_call("write_file", {"path": "groceries.md", "content": "nothing\n"})
+    model.reply("Left it as it was.")
+    await _say(fake, "save my grocery list", channel=dm, author=JOHN, guild=False)
+    [question] = await _sent(fake, 1)
+    assert question["content"].startswith("May I create groceries.md?")
+    labels = [b["label"] for row in question["components"] for b in row["components"]]
+    assert labels == ["Allow", "Refuse"]
+    await asyncio.to_thread(lambda: fake.press(question["id"], "Allow", author=JOHN))
+    sent = await _sent(fake, 2)
+    assert sent[1]["content"] == "Saved your list."
+    [pressed] = fake.callbacks
+    assert pressed["type"] == 7 and pressed["data"]["content"].endswith("Allowed by John.")
+    path = lore.workspace.root / "groceries.md"
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    await _say(fake, "now empty it", channel=dm, author=JOHN, guild=False)
+    await _sent(fake, 3)
+    await _say(fake, "no", channel=dm, author=JOHN, guild=False)
+    sent = await _sent(fake, 4)
+    assert sent[3]["content"] == "Left it as it was."
+    assert path.read_text(encoding="utf-8") == "- молоко\n- 牛奶\n"
+    tools = [m for m in lore.session(f"discord:dm:{JOHN['id']}").messages if m["role"] == "tool"]
+    assert [t["decision"]["outcome"] for t in tools] == ["approved", "refused"]
+    assert tools[0]["decision"]["by"] == "John (discord)"
+
+
+async def test_a_long_answer_is_split_at_2000_characters(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    text = ("Ein langer Absatz über Hualien. " * 60 + "\n\n") * 3
+    model.reply(text)
+    await _say(fake, "tell me everything", channel=FAMILY, author=JOHN, mention_bot=True)
+    sent = await _sent(fake, 3)
+    assert len(sent) >= 3 and all(len(s["content"]) <= 2000 for s in sent)
+    assert " ".join(" ".join(s["content"] for s in sent).split()) == " ".join(text.split())
+    assert "message_reference" in sent[0] and "message_reference" not in sent[1]

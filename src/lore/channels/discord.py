@@ -65,10 +65,10 @@ def scope_of(said: Said) -> str:
 
 
 class DiscordChannel:
-    def __init__(self, lore: Runtime, settings: DiscordConfig, *, bot: Bot | None = None):
+    def __init__(self, lore: Runtime, settings: DiscordConfig) -> None:
         self.lore = lore
         self.settings = settings
-        self._bot = bot
+        self._bot: Bot | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Future[None]] = {}
         self.inbox = ChatInbox(lore.chat_ledger, "discord", lore.clock, holder=lore.lease_holder)
@@ -130,16 +130,23 @@ class DiscordChannel:
                     log.warning("discord: connecting failed (%s); retrying in %.0f s", exc, delay)
                     METRICS.count("lore_channel_errors", channel="discord", what="receive")
                     HEALTH.channel("discord", f"retrying: {one_line(str(exc), 120)}")
-                    self.gateway_url = ""  # log in again: a new session with the API
-                    await self.bot.http.close()
+                    await self._start_over()
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 60.0)
         finally:
             if keeper is not None:
                 keeper.cancel()
                 await asyncio.gather(keeper, return_exceptions=True)
-            await self.bot.close()
+            if self._bot is not None:
+                await self._bot.close()
             await self.drain()
+
+    async def _start_over(self) -> None:
+        """A new bot, to log in again: a closed discord.py client cannot be reopened."""
+        self.gateway_url = ""
+        if self._bot is not None:
+            await self._bot.close()
+            self._bot = None
 
     async def on_ready(self) -> None:
         HEALTH.channel("discord", "connected (gateway)")
@@ -164,9 +171,16 @@ class DiscordChannel:
     async def on_command(self, said: Said, interaction: discord.Interaction[Any]) -> None:
         """The slash command: acknowledged at once ("Lore is thinking…"), answered in
         that response when the turn is done."""
+        import discord
+
         if not self.inbox.receive(said.message_id, said.payload()):
             return
-        await interaction.response.defer(thinking=True)
+        try:
+            await interaction.response.defer(thinking=True)
+        except discord.HTTPException as exc:  # too late (3 s): answered in the channel
+            log.warning("discord: the slash command could not be acknowledged: %s", exc)
+            await self.handle(said)
+            return
         await self.handle(said, interaction=interaction)
 
     async def resume(self, received: Received) -> None:

@@ -13,6 +13,7 @@ Only imported when Discord is configured and discord.py is installed (the `disco
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,14 @@ class Bot(discord.Client):
 
     async def setup_hook(self) -> None:
         await self.tree.sync()  # PUT /applications/{id}/commands: /lore appears in Discord
+
+    async def close(self) -> None:
+        # READY waits for the servers' GUILD_CREATEs in a task of discord.py's own,
+        # which fails on a closed client: stopping it first keeps a stop quiet.
+        ready: asyncio.Task[None] | None = getattr(self._connection, "_ready_task", None)
+        if ready is not None:
+            ready.cancel()
+        await super().close()
 
     async def on_ready(self) -> None:
         await self.events.on_ready()
