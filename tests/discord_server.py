@@ -86,6 +86,8 @@ class FakeDiscord:
         self.retry_after = 0.3
         self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
         self.messages: dict[str, dict[str, Any]] = {}  # every message by id
+        self.names: dict[str, str] = {BOT["id"]: "Lore"}  # who is who, for the transcript
+        self.wire: list[tuple[str, str]] = []  # (channel id, message id) in the order seen
         self._session: _Session | None = None
         self._socket: web.WebSocketResponse | None = None
         self._invalid_next = False
@@ -146,6 +148,7 @@ class FakeDiscord:
         """A person writes in a channel (a DM with `guild=False`); the message id."""
         message_id = message_id or snowflake()
         nick = author.get("nick")
+        self.names[author["id"]] = nick or author["global_name"]
         person = {k: v for k, v in author.items() if k != "nick"}
         message: dict[str, Any] = {
             "id": message_id,
@@ -186,6 +189,7 @@ class FakeDiscord:
             if reply_to in self.messages:
                 message["referenced_message"] = self.messages[reply_to]
         self.messages[message_id] = message
+        self.wire.append((channel, message_id))
         self.dispatch("MESSAGE_CREATE", message)
         return message_id
 
@@ -305,6 +309,23 @@ class FakeDiscord:
             while not what() and time.monotonic() < deadline:
                 self._changed.wait(0.05)
             return bool(what())
+
+    def transcript(self, channel: str) -> str:
+        """One channel as its people saw it: who wrote what, mentions by name."""
+        lines = []
+        for where, message_id in self.wire:
+            if where != channel:
+                continue
+            message = self.messages[message_id]
+            text = message["content"]
+            for user_id, name in self.names.items():
+                text = text.replace(f"<@{user_id}>", f"@{name}")
+            if message["author"] is BOT:
+                who = "Lore (reply)" if message.get("message_reference") else "Lore"
+            else:
+                who = self.names[message["author"]["id"]]
+            lines.append(f"{who}: {text}")
+        return "\n".join(lines) + "\n"
 
     def _changed_now(self) -> None:
         with self._changed:
@@ -557,6 +578,7 @@ class FakeDiscord:
         if body.get("message_reference"):
             message["message_reference"] = body["message_reference"]
         self.messages[message_id] = message
+        self.wire.append((channel_id, message_id))
         with self._changed:
             self.sent.append({**body, "channel_id": channel_id, "id": message_id})
             self._changed.notify_all()
