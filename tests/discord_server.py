@@ -324,6 +324,9 @@ class FakeDiscord:
                 who = "Lore (reply)" if message.get("message_reference") else "Lore"
             else:
                 who = self.names[message["author"]["id"]]
+                replied = message.get("referenced_message") or {}
+                if replied.get("author") is BOT:
+                    who += " (reply to Lore)"
             lines.append(f"{who}: {text}")
         return "\n".join(lines) + "\n"
 
