@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -249,3 +250,62 @@ async def test_a_long_answer_is_split_at_2000_characters(
     assert len(sent) >= 3 and all(len(s["content"]) <= 2000 for s in sent)
     assert " ".join(" ".join(s["content"] for s in sent).split()) == " ".join(text.split())
     assert "message_reference" in sent[0] and "message_reference" not in sent[1]
+
+
+async def test_a_message_a_crash_left_unanswered_is_forgotten_everywhere_then_answered_once(
+    config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    fake: FakeDiscord,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from lore.channels.chat_inbox import LEASE_SECONDS
+    from lore.channels.discord_api import Said
+    from lore.cli import main
+
+    discord_settings = settings(fake)
+    said = Said(
+        message_id="1000000000000000777",
+        channel_id=FAMILY,
+        guild_id="800000000000000001",
+        author_id=MOM["id"],
+        author="Mom",
+        text="记得明天带护照 / не забудь паспорт",
+        addressed=True,
+    )
+    lore = build(replace(config, discord=discord_settings), provider=model, clock=clock)
+    channel = DiscordChannel(lore, discord_settings)
+    assert channel.inbox.receive(said.message_id, said.payload())  # then the process died
+    await lore.aclose()
+    assert main(["forget", "--everywhere", "--phrase", "ПАСПОРТ"]) == 0
+    assert "lore.db: 1 chat message not yet answered" in capsys.readouterr().out
+    assert main(["forget", "--everywhere", "--phrase", "ПАСПОРТ", "--yes"]) == 0
+    assert "паспорт".encode() not in (config.home / "lore.db").read_bytes()
+    clock.advance(seconds=LEASE_SECONDS + 1)
+    model.default = _echo
+    async with _running(config, model, clock, discord_settings) as (lore, channel):
+        # The next `lore serve` takes what the dead one left, as it starts.
+        await asyncio.to_thread(fake.wait_sent, 1)
+        await channel.drain()
+        assert channel.inbox.sweep() == []
+        # Discord sends it again: its id is in the ledger, it is not answered twice.
+        assert not channel.inbox.receive(said.message_id, said.payload())
+    [answer] = fake.wait_sent(1)
+    assert answer["channel_id"] == FAMILY and "паспорт" not in answer["content"]
+    assert str(answer["message_reference"]["message_id"]) == said.message_id
+
+
+@asynccontextmanager
+async def _running(
+    config: Config, model: ScriptedProvider, clock: FixedClock, discord: DiscordConfig
+) -> AsyncIterator[tuple[Runtime, DiscordChannel]]:
+    lore = build(replace(config, discord=discord), provider=model, clock=clock)
+    channel = DiscordChannel(lore, discord)
+    task = asyncio.create_task(channel.run_forever())
+    try:
+        await asyncio.wait_for(channel.ready.wait(), timeout=20)
+        yield lore, channel
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await lore.aclose()
