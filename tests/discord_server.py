@@ -169,6 +169,8 @@ class FakeDiscord:
             "components": [],
             "nonce": snowflake(),
         }
+        if not guild:
+            self.dm_channels.setdefault(person["id"], channel)
         if guild:
             message["guild_id"] = FAMILY_GUILD
             message["member"] = {

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -309,3 +310,48 @@ async def _running(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await lore.aclose()
+
+
+async def test_a_server_members_turn_offers_no_file_or_shell_tools(
+    discord: tuple[Runtime, DiscordChannel], fake: FakeDiscord, model: ScriptedProvider
+) -> None:
+    model.default = _echo
+    await _say(fake, "hello", channel=FAMILY, author=MOM, mention_bot=True)
+    await _sent(fake, 1)
+    offered = {spec.name for spec in model.requests[0].tools}
+    assert offered.isdisjoint({"read_file", "write_file", "exec"})
+    assert "set_reminder" in offered
+
+
+async def test_the_owners_dm_is_the_owner_conversation_and_its_reminder_comes_to_the_dm(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeDiscord
+) -> None:
+    from lore.channels.owner import owner_reminders
+    from lore.config import OWNER_SCOPE, ChannelsConfig
+    from lore.reminders.delivery import session_delivery
+    from lore.reminders.scheduler import Scheduler
+
+    channels = ChannelsConfig(unified_owner_session=True, reminder_channel="discord")
+    unified = replace(config, channels=channels)
+    model.tool_call("set_reminder", {"text": "позвонить маме", "when": "in 10 minutes"})
+    model.reply("Хорошо.")
+    dm = "700000000000000001"
+    async with _running(unified, model, clock, settings(fake)) as (lore, channel):
+        await _say(
+            fake, "напомни позвонить маме через 10 минут", channel=dm, author=JOHN, guild=False
+        )
+        await _sent(fake, 1)
+        [reminder] = lore.reminders.list(OWNER_SCOPE)
+        into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+        later = clock.now() + timedelta(minutes=11)
+        with (
+            lore.bus.deliver_for("discord", channel.deliver),
+            lore.bus.deliver_to(OWNER_SCOPE, owner_reminders(lore, {"discord": channel.deliver})),
+        ):
+            scheduler = Scheduler(lore.reminders, FixedClock(later), into_session)
+            assert len(await scheduler.run_once(later)) == 1
+        sent = await _sent(fake, 2)
+    assert reminder.text == "позвонить маме"
+    assert sent[1]["content"] == "⏰ позвонить маме"
+    assert sent[1]["channel_id"] == dm
+    assert "POST /users/@me/channels" in fake.calls
