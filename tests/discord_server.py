@@ -91,6 +91,8 @@ class FakeDiscord:
         self._session: _Session | None = None
         self._socket: web.WebSocketResponse | None = None
         self._invalid_next = False
+        self._held = asyncio.Event()  # set: RESUMEs are answered at once
+        self._held.set()
         self._changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -285,11 +287,18 @@ class FakeDiscord:
         RESUME that will ask for it."""
         self._run(self._dispatch(event, data))
 
-    def drop(self, *, invalidate: bool = False) -> None:
+    def drop(self, *, invalidate: bool = False, hold: bool = False) -> None:
         """The gateway connection breaks (close code 4000, as when a Discord node goes
-        away); with `invalidate`, the next RESUME is refused with INVALID_SESSION."""
+        away); with `invalidate`, the next RESUME is refused with INVALID_SESSION; with
+        `hold`, it is answered only at `release()` (what is said meanwhile waits)."""
         self._invalid_next = invalidate
+        if hold:
+            self._held.clear()
         self._run(self._drop())
+
+    def release(self) -> None:
+        """Answer the RESUME that `drop(hold=True)` kept waiting."""
+        self._loop.call_soon_threadsafe(self._held.set)
 
     async def _drop(self) -> None:
         socket, self._socket = self._socket, None
@@ -396,6 +405,8 @@ class FakeDiscord:
 
     async def _resume(self, socket: web.WebSocketResponse, data: dict[str, Any]) -> None:
         self.resumes.append(data)
+        self._changed_now()
+        await self._held.wait()
         session = self._session
         if self._invalid_next or session is None or data.get("session_id") != session.id:
             self._invalid_next = False

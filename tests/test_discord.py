@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -62,6 +63,22 @@ async def _sent(fake: FakeDiscord, count: int) -> list[dict[str, Any]]:
 
 async def _say(fake: FakeDiscord, text: str, **kwargs: Any) -> str:
     return await asyncio.to_thread(lambda: fake.say(text, **kwargs))
+
+
+async def _press(fake: FakeDiscord, message_id: str, label: str, author: dict[str, Any]) -> None:
+    """Press a button until Discord's client takes it: a press that comes before the
+    client has stored the message's buttons (it learns them from the send's answer,
+    which the fake records first) goes unseen, and the person presses again."""
+    for _ in range(20):
+        answered = len(fake.callbacks) + 1
+        await asyncio.to_thread(lambda: fake.press(message_id, label, author=author))
+        if await asyncio.to_thread(fake.wait_for, partial(_at_least, fake, answered), 0.5):
+            return
+    raise AssertionError(f"the {label} button was never taken")
+
+
+def _at_least(fake: FakeDiscord, count: int) -> bool:
+    return len(fake.callbacks) >= count
 
 
 async def test_two_people_in_a_server_channel(
@@ -185,9 +202,11 @@ async def test_a_dropped_gateway_is_resumed_without_losing_or_repeating_a_messag
     model.default = _echo
     await _say(fake, "before the drop", channel=FAMILY, author=JOHN, mention_bot=True)
     await _sent(fake, 1)
-    await asyncio.to_thread(fake.drop)
-    # Said while the bot is away: Discord keeps it for the RESUME.
+    await asyncio.to_thread(lambda: fake.drop(hold=True))
+    assert await asyncio.to_thread(lambda: fake.wait_for(lambda: fake.resumes))
+    # Said while the bot is away: Discord keeps it and replays it after the RESUME.
     await _say(fake, "during the drop", channel=FAMILY, author=MOM, mention_bot=True)
+    await asyncio.to_thread(fake.release)
     sent = await _sent(fake, 2)
     assert [s["content"] for s in sent] == ["re: before the drop", "re: during the drop"]
     [resume] = fake.resumes
@@ -223,7 +242,7 @@ async def test_the_owner_approves_by_button_and_refuses_by_replying(
     assert question["content"].startswith("May I create groceries.md?")
     labels = [b["label"] for row in question["components"] for b in row["components"]]
     assert labels == ["Allow", "Refuse"]
-    await asyncio.to_thread(lambda: fake.press(question["id"], "Allow", author=JOHN))
+    await _press(fake, question["id"], "Allow", author=JOHN)
     sent = await _sent(fake, 2)
     assert sent[1]["content"] == "Saved your list."
     [pressed] = fake.callbacks
