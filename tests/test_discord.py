@@ -16,6 +16,7 @@ import pytest
 from lore.channels.discord import STRANGER, DiscordChannel
 from lore.clock import FixedClock
 from lore.config import Config, DiscordConfig
+from lore.health import HEALTH
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.runtime import Runtime, build
@@ -204,12 +205,18 @@ async def test_a_dropped_gateway_is_resumed_without_losing_or_repeating_a_messag
     await _sent(fake, 1)
     await asyncio.to_thread(lambda: fake.drop(hold=True))
     assert await asyncio.to_thread(lambda: fake.wait_for(lambda: fake.resumes))
+    assert HEALTH.channels["discord"] == "reconnecting (gateway)"  # what /health shows
     # Said while the bot is away: Discord keeps it and replays it after the RESUME.
     await _say(fake, "during the drop", channel=FAMILY, author=MOM, mention_bot=True)
     await asyncio.to_thread(fake.release)
     sent = await _sent(fake, 2)
     assert [s["content"] for s in sent] == ["re: before the drop", "re: during the drop"]
     [resume] = fake.resumes
+    for _ in range(100):  # RESUMED comes after the replay
+        if HEALTH.channels["discord"] == "connected (gateway)":
+            break
+        await asyncio.sleep(0.05)
+    assert HEALTH.channels["discord"] == "connected (gateway)"
     assert resume["token"] == TOKEN and resume["seq"] >= 3
     assert len(fake.identifies) == 1  # resumed, not a new session
     # A session Discord refuses to resume: a new IDENTIFY; a message seen again (Discord

@@ -149,8 +149,12 @@ class DiscordChannel:
             self._bot = None
 
     async def on_ready(self) -> None:
+        """On the gateway: after READY, and again after each RESUMED."""
         HEALTH.channel("discord", "connected (gateway)")
         self.ready.set()
+
+    def on_disconnect(self) -> None:
+        HEALTH.channel("discord", "reconnecting (gateway)")
 
     async def drain(self) -> None:
         while self._tasks:

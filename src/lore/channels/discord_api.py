@@ -93,6 +93,8 @@ class Events(Protocol):
 
     async def on_ready(self) -> None: ...
 
+    def on_disconnect(self) -> None: ...
+
     async def on_said(self, said: Said, message: discord.Message) -> None: ...
 
     async def on_command(self, said: Said, interaction: discord.Interaction[Any]) -> None: ...
@@ -146,6 +148,17 @@ class Bot(discord.Client):
 
     async def on_ready(self) -> None:
         await self.events.on_ready()
+
+    async def on_resumed(self) -> None:
+        await self.events.on_ready()
+
+    async def on_disconnect(self) -> None:
+        self.events.on_disconnect()
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        """The owner finds a new server's conversations by its name in the log."""
+        channels = ", ".join(f"#{c.name} discord:{c.id}" for c in guild.text_channels)
+        log.info("discord: Lore joined the server %r; its channels: %s", guild.name, channels)
 
     async def on_message(self, message: discord.Message) -> None:
         if self.user is None or message.author.id == self.user.id or message.author.bot:
