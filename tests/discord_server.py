@@ -538,6 +538,8 @@ class FakeDiscord:
             return _json(200, commands)
         if (method, path) == ("POST", "/users/@me/channels"):
             return _json(200, self._dm(str(body["recipient_id"])))
+        if method == "GET" and parts[0] == "channels" and parts[-1] == "messages":
+            return _json(200, self._history(parts[1], request.query))
         if method == "POST" and parts[0] == "channels" and parts[-1] == "messages":
             return self._post_message(parts[1], body)
         if method == "POST" and parts[0] == "interactions" and parts[-1] == "callback":
@@ -599,6 +601,18 @@ class FakeDiscord:
             self.sent.append({**body, "channel_id": channel_id, "id": message_id})
             self._changed.notify_all()
         return message
+
+    def _history(self, channel_id: str, query: Any) -> list[dict[str, Any]]:
+        """A channel's messages after `after` as the REST API gives them: the oldest
+        `limit` of them, newest first, without the gateway's server fields."""
+        after, limit = int(query.get("after", 0)), int(query.get("limit", 50))
+        found = sorted(
+            (m for m in self.messages.values() if m["channel_id"] == channel_id),
+            key=lambda m: int(m["id"]),
+        )
+        later = [m for m in found if int(m["id"]) > after][:limit]
+        drop = ("guild_id", "member")
+        return [{k: v for k, v in m.items() if k not in drop} for m in reversed(later)]
 
     def _interaction_channel(self, token: str) -> str:
         interaction_id = token.removeprefix("token-")

@@ -381,3 +381,27 @@ async def test_the_owners_dm_is_the_owner_conversation_and_its_reminder_comes_to
     assert sent[1]["content"] == "⏰ позвонить маме"
     assert sent[1]["channel_id"] == dm
     assert "POST /users/@me/channels" in fake.calls
+
+
+async def test_what_was_said_while_lore_serve_was_down_is_caught_up_on_when_it_starts(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeDiscord
+) -> None:
+    model.default = _echo
+    async with _running(config, model, clock, settings(fake)):
+        await _say(fake, "first", channel=FAMILY, author=MOM, mention_bot=True)
+        await _sent(fake, 1)
+    # No `lore serve` is connected: Discord will not replay these to a new session.
+    await _say(fake, "a note while you were away", channel=FAMILY, author=MOM)
+    await _say(fake, "did you get that?", channel=FAMILY, author=JOHN, mention_bot=True)
+    async with _running(config, model, clock, settings(fake)) as (lore, channel):
+        sent = await _sent(fake, 2)
+        await channel.drain()
+        said = [m for m in lore.session(f"discord:{FAMILY}").messages if m["role"] == "user"]
+    assert [s["content"] for s in sent] == ["re: first", "re: did you get that?"]
+    assert [(m["author"], m["content"]) for m in said] == [
+        ("Mom", "first"),
+        ("Mom", "a note while you were away"),
+        ("John", "did you get that?"),
+    ]
+    assert f"GET /channels/{FAMILY}/messages" in fake.calls
+    assert len(fake.wait_sent(3, timeout=1)) == 2

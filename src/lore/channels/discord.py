@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lore.channels.chat_approval import ChatApprovals
@@ -149,9 +150,61 @@ class DiscordChannel:
             self._bot = None
 
     async def on_ready(self) -> None:
-        """On the gateway: after READY, and again after each RESUMED."""
+        """On the gateway: after READY, and again after each RESUMED. The first time,
+        what was written while no `lore serve` was connected is caught up on."""
         HEALTH.channel("discord", "connected (gateway)")
-        self.ready.set()
+        if not self.ready.is_set():
+            self.ready.set()
+            await self.catch_up()
+
+    async def catch_up(self) -> None:
+        """Discord replays nothing to a new session: what people wrote in a known
+        conversation after its last message Lore has is read from the channel's history
+        (oldest first, a hundred at most) and handled as if it had just come; the ledger
+        drops what was handled before."""
+        import discord
+
+        from lore.channels.discord_api import dm_channel, missed, said_of
+
+        me = self.bot.user
+        if me is None:
+            return
+        for scope, last in self._last_seen().items():
+            parts = Scope.parse(scope)
+            try:
+                where = await dm_channel(self.bot, int(parts.id)) if parts.kind else int(parts.id)
+                found = await missed(self.bot, where, last)
+            except (discord.DiscordException, OSError) as exc:
+                log.warning("discord: could not read what %s missed: %s", scope, exc)
+                continue
+            for message in found:
+                said = said_of(message, me.id, self)
+                # The history's messages name no server (any non-empty id says "not a
+                # DM"), nor the server nickname: the name they had here is used.
+                guild = "" if parts.kind else (said.guild_id or "unknown")
+                name = self._name_in(scope, said.author_id) or said.author
+                await self.on_said(replace(said, guild_id=guild, author=name), message)
+
+    def _last_seen(self) -> dict[str, int]:
+        """Each live Discord conversation (not the owner's shared one) and the id of the
+        last message Lore has from it."""
+        found: dict[str, int] = {}
+        for scope in self.lore.sessions.live_keys():
+            if not _is_discord(scope):
+                continue
+            for message in reversed(self.lore.session(scope).messages):
+                known = str(message.get("message_id") or "")
+                if message.get("channel") == "discord" and known.isdigit():
+                    found[scope] = int(known)
+                    break
+        return found
+
+    def _name_in(self, scope: str, author_id: str) -> str:
+        """The name a person had in this conversation, from what they said."""
+        for message in reversed(self.lore.session(scope).messages):
+            if message.get("author_id") == author_id and message.get("author"):
+                return str(message["author"])
+        return ""
 
     def on_disconnect(self) -> None:
         HEALTH.channel("discord", "reconnecting (gateway)")
@@ -390,3 +443,11 @@ def _parts(scope: str) -> Scope:
     if parts.channel != "discord" or not (parts.id.isascii() and parts.id.isdigit()):
         raise InvalidInputError(f"{quoted(scope)} is not a Discord conversation key")
     return parts
+
+
+def _is_discord(scope: str) -> bool:
+    try:
+        _parts(scope)
+    except InvalidInputError:
+        return False
+    return True

@@ -32,6 +32,7 @@ __all__ = [
     "Events",
     "Said",
     "dm_channel",
+    "missed",
     "point_at",
     "point_gateway",
     "said_of",
@@ -254,6 +255,18 @@ async def send_text(
         sent = await where.send(piece, **kwargs)
         ids.append(str(sent.id))
     return ids
+
+
+async def missed(
+    client: discord.Client, channel_id: int, after: int, *, limit: int = 100
+) -> list[discord.Message]:
+    """What people wrote in a channel after message `after`, oldest first (at most
+    `limit`): `GET /channels/{id}/messages?after=…`."""
+    where = client.get_channel(channel_id) or client.get_partial_messageable(channel_id)
+    if not isinstance(where, discord.abc.Messageable):
+        return []
+    found = where.history(limit=limit, after=discord.Object(after), oldest_first=True)
+    return [message async for message in found if not message.author.bot]
 
 
 async def dm_channel(client: discord.Client, user_id: int) -> int:
