@@ -383,15 +383,15 @@ def test_undo_leaves_a_note_edited_since_or_written_by_another_import(
     assert "ещё борщ" in edited.read_text(encoding="utf-8")
 
 
-def test_help_says_plainly_that_no_memories_are_extracted_yet(
+def test_help_says_memories_are_extracted_only_with_consent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     for source in ("chatgpt", "claude", "markdown"):
         with pytest.raises(SystemExit):
             main(["import", source, "--help"])
         shown = " ".join(capsys.readouterr().out.split())
-        assert "Memories are not extracted from imported conversations yet" in shown
-        assert "--no-extract" in shown and "the only behaviour for now" in shown
+        assert "with your consent: before anything is sent" in shown
+        assert "--no-extract" in shown and "--yes" in shown
 
 
 def test_a_backup_keeps_the_imports_so_a_restored_home_imports_nothing_twice(

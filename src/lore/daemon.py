@@ -118,6 +118,9 @@ class Daemon:
         self._spawn(dream_forever(lore), "dream")
         self._spawn(embed_backlog_forever(lore), "embed")
         self._spawn(backup_forever(lore.config, lore.clock), "backup")
+        from lore.import_extraction import extraction_forever
+
+        self._spawn(extraction_forever(lore), "import-extraction")  # imports agreed to
         self.telegram = _telegram(lore)
         if self.listener is not None:
             self._start_gateway(self.listener)

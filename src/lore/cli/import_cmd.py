@@ -39,11 +39,14 @@ _SOURCES = {
 }
 
 _EXTRACTION = (
-    "Memories are not extracted from imported conversations yet: they are archived "
-    "sessions, found by `lore memory search` and the assistant's search (--no-extract "
-    "states it; it is the only behaviour for now). Facts another agent kept (mem0's, "
-    "nanobot's) become memories, each checked as any memory is: one holding a secret or "
-    "over 500 characters is skipped with the reason."
+    "Memories from the imported conversations are made by the model, with your consent: "
+    "before anything is sent, Lore says how many conversations and about how many tokens "
+    "would go to which model, and asks (on a terminal; `--yes` agrees, `--no-extract` "
+    "declines; `lore import extract ID` agrees later). It runs through the same rules as "
+    "live extraction, newest conversations first, each exchange dated when it was said; "
+    "stopped, it goes on where it stopped, here or in `lore serve`. Facts another agent "
+    "kept (mem0's, nanobot's) become memories at once, each checked as any memory is: one "
+    "holding a secret or over 500 characters is skipped with the reason."
 )
 
 
@@ -81,7 +84,12 @@ def register(subparsers: Any) -> None:
         action.add_argument(
             "--no-extract",
             action="store_true",
-            help="import without extracting memories (the only behaviour for now)",
+            help="import the history only; send nothing to the model for memories",
+        )
+        action.add_argument(
+            "--yes",
+            action="store_true",
+            help="agree to extract memories from the imported conversations (no question)",
         )
         action.add_argument(
             "--since", metavar="DATE", help="only what changed on or after DATE (YYYY-MM-DD)"
@@ -95,6 +103,34 @@ def register(subparsers: Any) -> None:
     add_common(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=_list)
+
+    agree = actions.add_parser(
+        "extract",
+        help="agree to extract memories from one import's conversations, and run it",
+        description="Say what extracting memories from one import's conversations would "
+        "send (conversations, about how many tokens, to which model), ask, then run it "
+        "here with a progress bar. Ctrl+C stops it; it goes on where it stopped the next "
+        "time, here or in `lore serve`.",
+    )
+    agree.add_argument("import_id", metavar="ID", help="the import's id (or its first characters)")
+    add_common(agree)
+    agree.add_argument("--yes", action="store_true", help="agree without being asked")
+    agree.add_argument("--json", action="store_true", help="print the result as JSON (no question)")
+    agree.add_argument(
+        "--later", action="store_true", help="agree, and leave the work to `lore serve`"
+    )
+    agree.set_defaults(func=_extract)
+
+    pause = actions.add_parser(
+        "pause",
+        help="pause one import's memory extraction",
+        description="Stop one import's memory extraction after the conversation in hand; "
+        "`lore import extract ID` goes on from there.",
+    )
+    pause.add_argument("import_id", metavar="ID", help="the import's id (or its first characters)")
+    add_common(pause)
+    pause.add_argument("--json", action="store_true", help="print the result as JSON")
+    pause.set_defaults(func=_pause)
 
     undo = actions.add_parser(
         "undo",
@@ -148,6 +184,96 @@ def _import(args: argparse.Namespace) -> int:
         held = summary["memories"] - record.memories
         print(f"{counted(held, 'fact')} Lore held already added no memory.")
     print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
+    if not args.no_extract and any(not c.facts for c in done.plan.conversations):
+        return _offer(args, record.id)
+    return 0
+
+
+def _offer(args: argparse.Namespace, import_id: str, *, later: bool = False) -> int:
+    """Say what extraction would send, ask (or take --yes), then run it or say how; with
+    --json (extract only), one object at the end and no question."""
+    import asyncio
+
+    from lore.import_extraction import estimate, extract_import, extractor, queue
+    from lore.search.rebuild import Progress
+    from lore.text import counted
+
+    as_json = bool(getattr(args, "json", False)) and args.func is _extract
+    result: dict[str, Any] = {"id": import_id, "agreed": False, "state": None}
+
+    def say(line: str) -> None:
+        if not as_json:
+            print(line)
+
+    def done_with(code: int) -> int:
+        if as_json:
+            print_json(result)
+        return code
+
+    with runtime(args) as lore:
+        if extractor(lore) is None:
+            say("No extraction model is set, so no memories are made from the conversations.")
+            return done_with(0)
+        record = _ledger(lore).get(import_id)
+        result["id"] = record.id
+        guess = estimate(lore, record)
+        result["estimate"] = {
+            "conversations": guess.conversations,
+            "exchanges": guess.exchanges,
+            "tokens": guess.tokens,
+            "model": guess.model or lore.config.model,
+        }
+        if not guess.exchanges:
+            say("Nothing left to extract from this import.")
+            return done_with(0)
+        say(
+            f"Extracting memories sends your side of {counted(guess.conversations, 'conversation')}"
+            f" ({counted(guess.exchanges, 'exchange')}, about {guess.tokens:,} tokens)"
+            f" to {result['estimate']['model']}."
+        )
+        if not args.yes:
+            if as_json or not sys.stdin.isatty():
+                say(f"Not sent. To agree: lore import extract {record.id} --yes")
+                return done_with(0)
+            answer = input("Send them? [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                say(f"Not sent. To agree later: lore import extract {record.id}")
+                return done_with(0)
+        queue(lore, record.id)
+        result.update(agreed=True, state="queued")
+        if later:
+            say("Agreed: `lore serve` extracts them in its background.")
+            return done_with(0)
+        bar = Progress(guess.conversations, "extracting", stream=sys.stderr)
+        try:
+            done = asyncio.run(
+                extract_import(lore, record.id, progress=lambda n, _total: bar.advance())
+            )
+        except KeyboardInterrupt:
+            bar.close()
+            say(f"Stopped; `lore import extract {record.id}` (or lore serve) goes on from here.")
+            return done_with(130)
+        bar.close()
+    notes = int(done.extraction.get("notes", 0))
+    result.update(state=done.extraction.get("state"), memories_noted=notes)
+    say(f"Extraction {result['state']}: {counted(notes, 'memory', 'memories')} noted.")
+    return done_with(0)
+
+
+def _extract(args: argparse.Namespace) -> int:
+    return _offer(args, args.import_id, later=args.later)
+
+
+def _pause(args: argparse.Namespace) -> int:
+    from lore.import_extraction import pause
+
+    with runtime(args) as lore:
+        record = pause(lore, args.import_id)
+    state = record.extraction.get("state")
+    if args.json:
+        print_json({"id": record.id, "state": state})
+        return 0
+    print(f"Import {record.id}: extraction {state or 'not agreed to'}.")
     return 0
 
 

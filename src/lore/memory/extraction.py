@@ -21,6 +21,7 @@ from lore.ports.memories import MAX_KEYWORD, MAX_KEYWORDS, Memory, MemoryStore, 
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
     from lore.clock import Clock
     from lore.config import Config
@@ -138,11 +139,14 @@ async def extract(
     *,
     forget: Callable[[int], object] | None = None,
     strict: bool = False,
+    said_at: datetime | None = None,
 ) -> list[str]:
     """Run extraction for one turn (retried once); returns the notices for the user.
     After a turn a failure only logs (the reply was already given); `strict` raises the
-    last error instead (a program's add must know that nothing was noted)."""
-    now = lore.clock.now()
+    last error instead (a program's add must know that nothing was noted). `said_at`: an
+    exchange from the past (an import): its memories are dated then, and it never
+    corrects or deletes a memory changed after it (an old fact never overrides a newer)."""
+    now = said_at or lore.clock.now()
     # The store's work (a search by the whole message, then the writes) runs in a worker
     # thread: a long message must not hold up the event loop, and every channel on it.
     candidates = await asyncio.to_thread(candidate_memories, lore, turn.scope, turn.user_text)
@@ -157,6 +161,9 @@ async def extract(
         try:
             completion = await complete(provider, request)
             ops = parse_ops(completion.text, {m.id for m in candidates})
+            if said_at is not None:
+                newer = {m.id for m in candidates if m.updated_at > said_at}
+                ops = [op for op in ops if op.op == "add" or op.id not in newer]
             # A turn outside any conversation (a program's add) has no source message.
             source = Source(turn.session_id, turn.user_index) if turn.session_id else None
             return await asyncio.to_thread(

@@ -100,6 +100,9 @@ class ImportRecord:
     undone_at: str | None = None  # kept, undone, so the list shows what happened
     number: int = 0  # 1 for the home's first import, and so on: the order they were made
     memories: int = 0  # made from the facts, new (a fact Lore held already adds none)
+    # Memories from the conversations, by the model, once agreed to (lore.import_extraction):
+    # {"state": "queued" | "paused" | "done", "done": [session ids], "notes": count}.
+    extraction: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +119,7 @@ class ImportRecord:
             "undone_at": self.undone_at,
             "number": self.number,
             "memories": self.memories,
+            "extraction": self.extraction,
         }
 
     @classmethod
@@ -134,6 +138,7 @@ class ImportRecord:
             undone_at=data.get("undone_at"),
             number=int(data.get("number", 0)),
             memories=int(data.get("memories", 0)),
+            extraction=dict(data.get("extraction") or {}),
         )
 
 
@@ -338,6 +343,7 @@ def _archive_conversation(
         extra={
             "title": conversation.title,
             "source": conversation.source,
+            "facts": conversation.facts,
             "imported": {
                 "import_id": record.id,
                 "hash": conversation.content_hash,
