@@ -151,7 +151,8 @@ def readable_text(page: Page) -> tuple[str, str]:
     """The page's title (or "") and its readable text. HTML runs through trafilatura;
     it finds the encoding from the server's charset, the page's meta tag or the bytes."""
     if page.kind != "html":
-        return "", page.body.decode(page.encoding or "utf-8", errors="replace")
+        text = page.body.decode(page.encoding or "utf-8", errors="replace")
+        return "", text.rstrip("\ufffd") if page.cut else text  # a character cut in two
     try:
         import trafilatura
     except ImportError:

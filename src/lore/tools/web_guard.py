@@ -80,8 +80,8 @@ def _kind(ip: IPAddress) -> str:
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
         ("not a public address", not ip.is_global),
     )
     return next((name for name, hit in checks if hit), "")
@@ -119,15 +119,17 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
     async def _addresses(self, host: str, port: int) -> list[str]:
         try:
             addresses = [str(ipaddress.ip_address(host.strip("[]")))]
+            literal = True
         except ValueError:
             addresses = await self.resolve(host, port)
+            literal = False
         if not addresses:
             raise ToolError(f"the host {host!r} resolved to no address")
         if not self.allow_private:
             for address in addresses:
                 why = None if _inside(address, self.allowed) else refusal(address)
                 if why is not None:
-                    shown = f"{host} is" if host == address else f"{host} resolves to {address},"
+                    shown = f"{host} is" if literal else f"{host} resolves to {address},"
                     raise WebAddressRefused(
                         f"{shown} {why}: web_fetch reaches public addresses only "
                         "(unless [web] allow_private = true in config.toml); nothing was fetched"
