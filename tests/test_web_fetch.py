@@ -16,9 +16,9 @@ from lore.errors import ToolError
 from lore.llm.scripted import ScriptedProvider
 from lore.runtime import build
 from lore.tools.trust import TrustPolicy
+from lore.tools.web_addresses import WebAddressRefused, refusal
 from lore.tools.web_content import END
 from lore.tools.web_fetch import WebFetcher, WebFetchTool, readable_text
-from lore.tools.web_guard import WebAddressRefused, refusal
 from tests.web_server import page, redirect, web_server
 
 OPEN = WebConfig(allow_private=True)  # the tests' servers are on loopback addresses

@@ -158,7 +158,7 @@ class McpConfig:
 class WebConfig:
     """`web_fetch` and `web_search`: limits and the search backend (trust: `tools.trust`)."""
 
-    fetch: bool = True  # offer web_fetch to the owner (with the web extra installed)
+    fetch: bool = True  # offer web_fetch to the owner (HTML needs the web extra)
     allow_private: bool = False  # web_fetch may reach loopback, private, link-local hosts
     allow_networks: tuple[str, ...] = ()  # or only these ("192.168.1.10", "10.0.0.0/8")
     timeout: float = 20.0  # seconds one fetch or search may take, redirects and all

@@ -15,9 +15,9 @@ from lore.config import Config
 from lore.core.feature import Feature
 from lore.core.tools import Tool, ToolContext
 from lore.tools.trust import TrustPolicy
+from lore.tools.web_addresses import Resolver, system_resolver
 from lore.tools.web_content import WEB_SECTION
 from lore.tools.web_fetch import WebFetchTool
-from lore.tools.web_guard import Resolver, system_resolver
 from lore.tools.web_search import WebSearchTool, search_backend
 
 if TYPE_CHECKING:

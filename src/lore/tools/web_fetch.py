@@ -15,19 +15,18 @@ from typing import Any
 
 import httpx
 
-from lore import __version__
 from lore.config import WebConfig
 from lore.core.approval import Action
 from lore.core.tools import ToolContext, required_str
 from lore.errors import ToolError
 from lore.extras import install_hint
 from lore.tools.trust import TrustPolicy, authorize
+from lore.tools.web_addresses import Resolver, system_resolver
 from lore.tools.web_content import cut, untrusted
-from lore.tools.web_guard import GuardedTransport, Resolver, system_resolver
 
 __all__ = ["Page", "WebFetchTool", "WebFetcher", "readable_text"]
 
-USER_AGENT = f"Lore/{__version__} (personal assistant; web_fetch)"
+USER_AGENT = "Lore (a personal assistant; web_fetch)"
 _REDIRECTS = {301, 302, 303, 307, 308}
 _HTML = ("text/html", "application/xhtml+xml")
 _TEXT = ("application/json", "application/xml", "application/javascript", "application/x-ndjson")
@@ -64,6 +63,8 @@ class WebFetcher:
             raise ToolError(f"{url} could not be fetched ({reason})") from None
 
     async def _fetch(self, url: httpx.URL) -> Page:
+        from lore.tools.web_guard import GuardedTransport  # httpcore: imported when used
+
         web = self.settings
         transport = GuardedTransport(
             self.resolve, allow_private=web.allow_private, allow_networks=web.allow_networks
