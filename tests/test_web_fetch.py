@@ -19,7 +19,7 @@ from lore.tools.trust import TrustPolicy
 from lore.tools.web_addresses import WebAddressRefused, refusal
 from lore.tools.web_content import END
 from lore.tools.web_fetch import WebFetcher, WebFetchTool, readable_text
-from tests.web_server import page, redirect, web_server
+from tests.web_server import Answer, page, redirect, web_server
 
 OPEN = WebConfig(allow_private=True)  # the tests' servers are on loopback addresses
 
@@ -336,3 +336,19 @@ async def test_guests_and_members_never_see_web_fetch(
     assert all("## Web content" not in r.system for r in model.requests)
     (result,) = [m for m in lore.session("telegram:9").messages if m["role"] == "tool"]
     assert str(result["content"]).startswith("Error: unknown tool 'web_fetch'")
+
+
+async def test_an_unknown_charset_and_a_page_too_short_for_an_article_still_read() -> None:
+    odd_charset = Answer(
+        content_type="text/plain; charset=x-no-such-charset", body="Привет".encode()
+    )
+    routes = {
+        "/odd-charset": lambda seen: odd_charset,
+        "/short": page("<html><body><p>Только одна строка.</p></body></html>"),
+    }
+    with web_server(routes) as server:
+        tool = _tool(OPEN)
+        odd = await tool.run({"url": server.url("/odd-charset")}, _ctx())
+        short = await tool.run({"url": server.url("/short")}, _ctx())
+    assert odd.splitlines()[1] == "Привет"
+    assert short.splitlines()[1] == "Только одна строка."

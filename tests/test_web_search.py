@@ -169,3 +169,17 @@ def test_bad_web_settings_are_one_line(home: Path, toml: str, said: str) -> None
     with pytest.raises(ConfigError) as failed:
         load_config(env={"LORE_HOME": str(home), "USER": "j"})
     assert said in str(failed.value)
+
+
+async def test_ddgs_not_installed_is_one_line() -> None:
+    try:
+        import ddgs  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("ddgs is installed here: its missing-library line cannot show")
+    with pytest.raises(ToolError) as missing:
+        await _tool(WebConfig(search="ddgs")).run({"query": "x"}, _ctx())
+    assert str(missing.value) == (
+        "[web] search is 'ddgs' but the ddgs library is not installed (pip install ddgs)"
+    )

@@ -9,6 +9,7 @@ plain text and JSON come back as they are; anything binary is refused unread.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +78,7 @@ class WebFetcher:
                 async with client.stream("GET", url) as response:
                     location = response.headers.get("location")
                     if response.status_code in _REDIRECTS and location:
-                        url = _checked_url(str(url.join(location)))
+                        url = _checked_url(_joined(url, location))
                         continue
                     return await self._read(response, hop)
         raise ToolError(
@@ -108,10 +109,25 @@ class WebFetcher:
             status=response.status_code,
             kind=kind,
             body=bytes(body[:limit]),
-            encoding=response.charset_encoding,
+            encoding=_encoding(response.charset_encoding),
             cut=len(body) > limit,
             redirects=redirects,
         )
+
+
+def _joined(url: httpx.URL, location: str) -> str:
+    try:
+        return str(url.join(location))
+    except httpx.InvalidURL:
+        raise ToolError(f"{url} redirected to {location!r}, which is not a URL") from None
+
+
+def _encoding(name: str | None) -> str | None:
+    """The charset the server named, if Python knows it (else the page or bytes decide)."""
+    try:
+        return codecs.lookup(name).name if name else None
+    except LookupError:
+        return None
 
 
 def _checked_url(url: str) -> httpx.URL:
@@ -163,13 +179,16 @@ def readable_text(page: Page) -> tuple[str, str]:
     body: bytes | str = page.body
     if page.encoding:
         body = page.body.decode(page.encoding, errors="replace")
-    found = trafilatura.bare_extraction(
-        body, url=page.url, with_metadata=True, include_comments=False, favor_recall=True
-    )
-    title = (getattr(found, "title", None) or "") if found is not None else ""
-    text = (getattr(found, "text", None) or "") if found is not None else ""
-    if not text.strip():
-        text = trafilatura.html2txt(body)
+    try:
+        found = trafilatura.bare_extraction(
+            body, url=page.url, with_metadata=True, include_comments=False, favor_recall=True
+        )
+        title = (getattr(found, "title", None) or "") if found is not None else ""
+        text = (getattr(found, "text", None) or "") if found is not None else ""
+        if not text.strip():  # too little for an article: all the page's text
+            text = trafilatura.html2txt(body)
+    except Exception as exc:  # a parser's failure on what a stranger wrote
+        raise ToolError(f"{page.url} could not be read as HTML ({type(exc).__name__})") from None
     return str(title), str(text).strip()
 
 
