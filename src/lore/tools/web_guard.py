@@ -10,6 +10,7 @@ the request keeps its host name for the Host header and TLS (SNI, certificate).
 from __future__ import annotations
 
 import ipaddress
+import ssl
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -105,11 +106,12 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         *,
         allow_private: bool,
         allow_networks: Iterable[str] = (),
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         allowed = tuple(ipaddress.ip_network(n, strict=False) for n in allow_networks)
         backend = _GuardedBackend(resolve, allow_private=allow_private, allowed=allowed)
         self.pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=ssl_context or httpx.create_ssl_context(trust_env=False),
             max_connections=4,
             network_backend=backend,
         )
