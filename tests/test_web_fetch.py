@@ -352,3 +352,14 @@ async def test_an_unknown_charset_and_a_page_too_short_for_an_article_still_read
         short = await tool.run({"url": server.url("/short")}, _ctx())
     assert odd.splitlines()[1] == "Привет"
     assert short.splitlines()[1] == "Только одна строка."
+
+
+async def test_an_address_with_a_chinese_or_russian_path_is_fetched() -> None:
+    routes = {"/天气/北京": page(GBK_PAGE, "text/html"), "/погода": page(RUSSIAN_PAGE)}
+    with web_server(routes) as server:
+        tool = _tool(OPEN)
+        chinese = await tool.run({"url": server.url("/天气/北京")}, _ctx())
+        russian = await tool.run({"url": server.url("/погода")}, _ctx())
+    assert [s.path for s in server.seen] == ["/天气/北京", "/погода"]
+    assert "明天北京有大雨" in chinese
+    assert "возьмите зонт" in russian

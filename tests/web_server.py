@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 @dataclass
@@ -69,10 +69,10 @@ def web_server(routes: dict[str, Route], host: str = "127.0.0.1") -> Iterator[We
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
-            seen = Seen(parts.path, parse_qs(parts.query), dict(self.headers.items()))
+            seen = Seen(unquote(parts.path), parse_qs(parts.query), dict(self.headers.items()))
             state = server_state[0]
             state.seen.append(seen)
-            route = state.routes.get(parts.path)
+            route = state.routes.get(seen.path)
             answer = route(seen) if route else Answer(404, "text/plain", b"not here")
             if answer.delay:
                 time.sleep(answer.delay)
