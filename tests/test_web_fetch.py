@@ -286,6 +286,7 @@ async def test_a_turn_fetches_a_page_the_owner_approved_end_to_end(
             await lore.aclose()
     (action,) = approver.actions
     assert action.summary == f"fetch {url}"
+    assert action.detail == f"GET {url}\n(any address; at most 2000000 bytes and 20 s)"
     offered = {spec.name: spec for spec in model.requests[0].tools}
     assert "memory_search" in offered["web_fetch"].description  # it names its neighbours
     assert "## Web content" in model.requests[0].system

@@ -135,6 +135,7 @@ async def test_web_search_is_off_until_a_backend_is_configured_then_asks_first(
     assert "web_fetch" in offered["web_search"].description  # it names its neighbour
     (action,) = approver.actions
     assert action.summary == "search the web for '天气' (SearXNG)"
+    assert action.detail == f"query: 天气\nsent to: {server.url('')}"
     (result,) = [m for m in lore.session("cli:default").messages if m["role"] == "tool"]
     assert "1. 北京天气 1" in str(result["content"])
 

@@ -234,7 +234,10 @@ class WebFetchTool:
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         url = required_str(args, "url")
         _checked_url(url)
-        action = Action(self.name, f"fetch {url}", url)
+        web = self.settings
+        reach = "any address" if web.allow_private else "public addresses only"
+        detail = f"GET {url}\n({reach}; at most {web.max_bytes} bytes and {web.timeout:g} s)"
+        action = Action(self.name, f"fetch {url}", detail)
         await authorize(ctx, action, self.policy.for_tool(self.name), patience=self.patience)
         started = time.monotonic()
         page = await self.fetcher.fetch(url)

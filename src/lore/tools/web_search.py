@@ -53,6 +53,12 @@ class WebSearch:
         self.backend = search_backend(settings)
         self.transport = transport
         self.name = _NAMES.get(self.backend, self.backend)
+        # Where a query goes, as the owner is shown it before saying yes.
+        self.address = {
+            "searxng": settings.searxng_url,
+            "brave": settings.brave_url,
+            "ddgs": "the engines ddgs asks",
+        }.get(self.backend, "")
 
     async def search(self, query: str, limit: int) -> list[SearchResult]:
         try:
@@ -176,7 +182,8 @@ class WebSearchTool:
         most = self.settings.max_results
         limit = min(max(optional_int(args, "limit", most), 1), most)
         name = self.engine.name
-        action = Action(self.name, f"search the web for {query!r} ({name})", query)
+        detail = f"query: {query}\nsent to: {self.engine.address}"
+        action = Action(self.name, f"search the web for {query!r} ({name})", detail)
         await authorize(ctx, action, self.policy.for_tool(self.name), patience=self.patience)
         started = time.monotonic()
         found = await self.engine.search(query, limit)
