@@ -99,6 +99,7 @@ bench: $(VENV)/.test
 
 	$(PY) bench/owner_tools.py
 	$(PY) bench/mcp_call.py
+	$(PY) bench/web_fetch.py
 	$(PY) bench/web_approval.py
 	$(PY) bench/health_under_load.py
 	$(PY) bench/loop_lateness.py

@@ -46,6 +46,7 @@ def _no_network_and_no_home(
     for var in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
+        "BRAVE_API_KEY",  # else web_search would be on in every test
         "LORE_MODEL",
         "OPENAI_BASE_URL",
         "OPENAI_API_BASE",

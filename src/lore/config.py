@@ -39,6 +39,7 @@ __all__ = [
     "LogConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
+    "WebConfig",
     "check",
     "default_home",
     "load_config",
@@ -152,6 +153,24 @@ class McpConfig:
     servers: dict[str, McpServerConfig] = field(
         default_factory=dict, metadata={"table_of": McpServerConfig}
     )
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """`web_fetch` and `web_search`: limits and the search backend (trust: `tools.trust`)."""
+
+    fetch: bool = True  # offer web_fetch to the owner (HTML needs the web extra)
+    allow_private: bool = False  # web_fetch may reach loopback, private, link-local hosts
+    allow_networks: tuple[str, ...] = ()  # or only these ("192.168.1.10", "10.0.0.0/8")
+    timeout: float = 20.0  # seconds one fetch or search may take, redirects and all
+    max_bytes: int = 2_000_000  # of a page's body read; the rest is left unread
+    max_chars: int = 12_000  # of a page's text the model gets
+    max_redirects: int = 5
+    search: str = ""  # searxng | brave | ddgs; empty: whichever is set below, else off
+    searxng_url: str = ""  # e.g. http://127.0.0.1:8888 (its JSON format enabled)
+    brave_api_key: str = ""  # (env: BRAVE_API_KEY)
+    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    max_results: int = 5
 
 
 @dataclass(frozen=True)
@@ -303,6 +322,7 @@ class Config:
     backup: BackupConfig = field(default_factory=BackupConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    web: WebConfig = field(default_factory=WebConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
@@ -397,6 +417,7 @@ class Config:
             for table in ("env", "headers"):  # where a server's keys go
                 server[table] = {key: _redact(value) for key, value in server[table].items()}
             server["url"] = redact_url(server["url"])
+        data["web"]["brave_api_key"] = _redact(data["web"]["brave_api_key"])
         data["database_url"] = redact_url(self.database_url)
         return data
 
@@ -450,6 +471,7 @@ _ENV = {
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
     "DISCORD_BOT_TOKEN": "discord.token",
     "LORE_DATABASE_URL": "database_url",
+    "BRAVE_API_KEY": "web.brave_api_key",
 }
 
 
@@ -536,6 +558,11 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "tools.approval_timeout": (1, 86_400, "between 1 and 86400 seconds"),
     "mcp.timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "mcp.start_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
+    "web.timeout": (0.1, 600, "between 0.1 and 600 seconds"),
+    "web.max_bytes": (1000, 100_000_000, "between 1000 and 100000000 bytes"),
+    "web.max_chars": (500, 1_000_000, "between 500 and 1000000 characters"),
+    "web.max_redirects": (0, 20, "between 0 and 20"),
+    "web.max_results": (1, 20, "between 1 and 20"),
     "api.login_days": (0.001, 3650, "between 0.001 and 3650 days"),
     "api.max_body_kb": (16, 1_048_576, "between 16 and 1048576 KB"),
     "api.max_upload_mb": (1, 10_240, "between 1 and 10240 MB"),
@@ -586,13 +613,11 @@ def check(config: Config) -> None:
             "(or empty for never)"
         )
     for proxy in config.api.trusted_proxies:
-        try:
-            ipaddress.ip_network(proxy, strict=False)
-        except ValueError:
+        if not _is_network(proxy):
             raise ConfigError(
                 f"setting 'api.trusted_proxies' holds {proxy!r}, which is not an IP address "
                 'or network (e.g. "127.0.0.1", "10.0.0.0/8")'
-            ) from None
+            )
     if config.channels.reminder_channel not in REMINDER_CHANNELS:
         raise ConfigError(
             f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "
@@ -606,12 +631,21 @@ def check(config: Config) -> None:
             f"LINE needs both the channel secret and the access token: set {missing!r}"
         )
     _check_mcp(config.mcp)
+    _check_web(config.web)
     name = config.user_name
     if not name.strip() or len(name) > _MAX_USER_NAME or not name.isprintable() or "<" in name:
         raise ConfigError(
             f"setting 'user_name' (or LORE_USER) must be one line of at most {_MAX_USER_NAME} "
             "printable characters, without '<'"
         )
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -643,6 +677,20 @@ def _check_mcp(mcp: McpConfig) -> None:
                 f"setting '{where}.timeout' is {server.timeout!r}; it must be 0 (mcp.timeout) "
                 "or between 0.1 and 3600 seconds"
             )
+
+
+def _check_web(web: WebConfig) -> None:
+    for network in web.allow_networks:
+        if not _is_network(network):
+            raise ConfigError(f"setting 'web.allow_networks' holds {network!r}, not an address")
+    if web.search not in ("", "searxng", "brave", "ddgs"):
+        raise ConfigError(f"setting 'web.search' is {web.search!r}; use searxng, brave or ddgs")
+    for key, url in (("searxng_url", web.searxng_url), ("brave_url", web.brave_url)):
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"setting 'web.{key}' must start with http:// or https://")
+    needs = {"searxng": "searxng_url", "brave": "brave_api_key"}.get(web.search, "")
+    if needs and not getattr(web, needs):
+        raise ConfigError(f"setting 'web.search' is {web.search!r}: set 'web.{needs}' too")
 
 
 def _check_telegram_webhook(telegram: TelegramConfig) -> None:

@@ -110,6 +110,19 @@ DESCRIPTIONS: dict[str, str] = {
     "mcp.start_timeout": "seconds an MCP server may take to start and list its tools",
     "mcp.servers": "MCP servers whose tools you get as NAME__tool, one table each:"
     " [mcp.servers.NAME] with command/args/env or url/headers, trust, tools, timeout",
+    "web.fetch": "offer web_fetch (a page's readable text) in the owner's conversations",
+    "web.allow_private": "let web_fetch reach loopback, private and link-local addresses",
+    "web.allow_networks": 'or only these addresses or networks, e.g. ["192.168.1.10"]',
+    "web.timeout": "seconds one fetch or search may take, redirects and all",
+    "web.max_bytes": "bytes of a page web_fetch reads; the rest is left unread",
+    "web.max_chars": "characters of a page's text the model gets",
+    "web.max_redirects": "redirects web_fetch follows, each checked like the first address",
+    "web.search": "web_search's backend: searxng, brave or ddgs; empty: whichever of"
+    " searxng_url and brave_api_key is set, else web_search is off",
+    "web.searxng_url": "a SearXNG instance for web_search (its json format enabled)",
+    "web.brave_api_key": "a Brave Search API key for web_search (env: BRAVE_API_KEY)",
+    "web.brave_url": "the Brave Search API's address",
+    "web.max_results": "most results one web_search returns",
     "backup.every": '`lore serve` writes a verified backup of the home "hourly", "daily" or'
     ' "weekly"; empty: never (a home on SQLite; PostgreSQL has pg_dump)',
     "backup.keep": "how many scheduled backups are kept (the newest; older ones are deleted)",

@@ -316,6 +316,7 @@ class Runtime:
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
         from lore.tools.feature import tools_feature
+        from lore.tools.web_feature import web_feature
 
         features = [
             core_feature(self),
@@ -324,6 +325,7 @@ class Runtime:
             sessions_feature(self),
             search_feature(self),
             tools_feature(self),
+            web_feature(self),
         ]
         if self.config.mcp.servers:  # the MCP SDK (~0.7 s to import) only where it serves
             from lore.tools.mcp_feature import mcp_feature

@@ -3,10 +3,7 @@
 Every tool here is owner-only: a group member or an API client without the owner's trust
 never sees them in the tool list, and a call to one is answered as an unknown tool.
 
-The seam for a web tool: a `web_fetch`/`web_search` tool would be one more class here,
-built from the workbench, taking its level from `trust["web_fetch"]` (default ask) and
-showing the URL as its `Action`; its output would pass through `Workbench.cap`. Lore
-ships none: nothing leaves the machine but the model provider's requests.
+The web tools (web_fetch, web_search) are a feature of their own: `lore.tools.web_feature`.
 """
 
 from __future__ import annotations

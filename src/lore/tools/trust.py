@@ -61,7 +61,9 @@ DEFAULT_TRUST: dict[str, Level] = {
     "write_file": "ask",
     "edit_file": "ask",
     "exec": "ask",
-    # A web tool would take its level here too (say "web_fetch": "ask"); see tools.feature.
+    # Each page fetched and each query searched leaves the machine: the owner says yes.
+    "web_fetch": "ask",
+    "web_search": "ask",
 }
 # The curated files are Dream's and the person's; AGENTS.md is the person's alone.
 DEFAULT_FILE_RULES: dict[str, Level] = {
