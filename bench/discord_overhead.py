@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import statistics
 import sys
@@ -63,7 +64,9 @@ async def _through_discord(home: Path, fake: FakeDiscord, turns: int) -> list[fl
         for n in range(turns):
             started = time.perf_counter()
             await asyncio.to_thread(
-                lambda n=n: fake.say(f"question {n}", channel=CHANNEL, author=MOM, mention_bot=True)
+                functools.partial(
+                    fake.say, f"question {n}", channel=CHANNEL, author=MOM, mention_bot=True
+                )
             )
             await asyncio.to_thread(fake.wait_sent, n + 1, 60.0)
             timings.append(time.perf_counter() - started)

@@ -50,7 +50,12 @@ def snowflake() -> str:
 
 def user(user_id: str, name: str, nick: str | None = None) -> dict[str, Any]:
     """A person, as `author` (and, with `nick`, their server nickname)."""
-    data = {"id": user_id, "username": name.lower(), "global_name": name, "discriminator": "0"}
+    data: dict[str, Any] = {
+        "id": user_id,
+        "username": name.lower(),
+        "global_name": name,
+        "discriminator": "0",
+    }
     data["avatar"] = None
     if nick is not None:
         data["nick"] = nick
@@ -86,7 +91,7 @@ class FakeDiscord:
         self.retry_after = 0.3
         self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
         self.messages: dict[str, dict[str, Any]] = {}  # every message by id
-        self.names: dict[str, str] = {BOT["id"]: "Lore"}  # who is who, for the transcript
+        self.names: dict[str, str] = {str(BOT["id"]): "Lore"}  # who is who, for the transcript
         self.wire: list[tuple[str, str]] = []  # (channel id, message id) in the order seen
         self._session: _Session | None = None
         self._socket: web.WebSocketResponse | None = None
@@ -430,7 +435,7 @@ class FakeDiscord:
             "mentionable": False,
             "flags": 0,
         }
-        channels = [
+        channels: list[dict[str, Any]] = [
             {
                 "id": channel_id,
                 "type": 0,

@@ -57,7 +57,7 @@ def test_nanobot_sessions_leave_out_tool_calls_and_images_and_name_damaged_lines
     assert trip.external_id == "telegram:12345" and not trip.facts
     assert trip.messages[0]["timestamp"].startswith("2026-03-02T21:00:01")
     borscht = by_title["cli:direct"]  # no title: its key
-    assert borscht.messages[1]["content"].startswith("Свёкла")
+    assert str(borscht.messages[1]["content"]).startswith("Свёкла")
     assert {s.item: s.reason for s in export.skipped} == {
         "sessions/a1b2c3d4/cli_direct.jsonl": "1 damaged line(s) left out",
         "sessions/a1b2c3d4/cli_empty.jsonl": "no user or assistant message with text",

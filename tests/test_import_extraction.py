@@ -131,9 +131,12 @@ async def test_a_paused_job_goes_on_where_it_stopped_without_asking_twice(
     asked = Extraction(model)
     import_id = _imported(lore)
     queue(lore, import_id)
-    done = await extract_import(
-        lore, import_id, progress=lambda n, total: pause(lore, import_id) if n == 1 else None
-    )
+
+    def pause_after_the_first(done: int, total: int) -> None:
+        if done == 1:
+            pause(lore, import_id)
+
+    done = await extract_import(lore, import_id, progress=pause_after_the_first)
     assert done.extraction["state"] == "paused" and len(done.extraction["done"]) == 1
     first = list(asked.asked)
     with pytest.raises(InvalidInputError, match="extraction is paused"):
