@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from lore.channels.line import LineChannel
+    from lore.channels.slack import SlackChannel
     from lore.channels.telegram import TelegramChannel
     from lore.config import Config
     from lore.runtime import Runtime
@@ -70,6 +71,7 @@ class Daemon:
         self.settings = settings
         self.line: LineChannel | None = _line_channel(lore)
         self.telegram: TelegramChannel | None = None
+        self.slack: SlackChannel | None = _slack(lore)
         self.scheduler = Scheduler(
             lore.reminders,
             lore.clock,
@@ -94,6 +96,9 @@ class Daemon:
                 self._route(
                     "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
                 )
+            if self.slack is not None:
+                slack = self.slack
+                self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
             self._route_owner()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
@@ -144,6 +149,11 @@ class Daemon:
                 "HTTPS: https://<your host>/line/webhook)",
                 file=sys.stderr,
             )
+        if self.slack is not None:
+            slack = self.slack
+            self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
+            self._spawn(slack.run_forever(), "slack")
+            print(f"lore serve: Slack connected ({slack.how})", file=sys.stderr)
         self._route_owner()
 
     def stop(self) -> None:
@@ -183,6 +193,8 @@ class Daemon:
         finally:
             if self.line is not None:
                 await self.line.aclose()
+            if self.slack is not None:
+                await self.slack.aclose()
             await self.lore.aclose()
 
     # -- the reminder's route ------------------------------------------------------------
@@ -243,7 +255,7 @@ class Daemon:
             pass
 
     def _start_gateway(self, listener: socket.socket) -> None:
-        self._server = http_server(self.lore, listener, self.telegram, self.line)
+        self._server = http_server(self.lore, listener, self.telegram, self.line, self.slack)
         self._gateway = asyncio.create_task(self._server.serve(sockets=[listener]), name="gateway")
         # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
         self._gateway.add_done_callback(lambda _: self.stop())
@@ -271,14 +283,27 @@ def _line_channel(lore: Runtime) -> LineChannel | None:
     return line
 
 
+def _slack(lore: Runtime) -> SlackChannel | None:
+    """The Slack channel when its bot token and an app token or signing secret are set."""
+    if not lore.config.slack.enabled:
+        return None
+    from lore.channels.slack import SlackChannel
+
+    slack = SlackChannel(lore, lore.config.slack)
+    slack.check_installed()
+    return slack
+
+
 def http_server(
     lore: Runtime,
     listener: socket.socket,
     telegram: TelegramChannel | None = None,
     line: LineChannel | None = None,
+    slack: SlackChannel | None = None,
 ) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener` (with the LINE webhook, and Telegram's
-    when Telegram is set up that way), not started yet."""
+    """The gateway's uvicorn server for `listener` (with the LINE webhook, Telegram's
+    when Telegram is set up that way, and Slack's Events API when it has a signing
+    secret), not started yet."""
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
     from lore.channels.http.server import GatewayServer, server_config
@@ -290,6 +315,10 @@ def http_server(
         from lore.channels.telegram_webhook import mount_telegram_webhook
 
         mount_telegram_webhook(app, telegram)
+    if slack is not None and slack.settings.signing_secret:
+        from lore.channels.http.slack_webhook import mount_slack_events
+
+        mount_slack_events(app, slack)
     config = server_config(app, lore.config.api)
     shown = f"[{host}]" if ":" in host else host
     print(
