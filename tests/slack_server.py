@@ -412,6 +412,7 @@ class SlackLore:
         self.fake = fake
         self.events = Events(fake)
         self.waits: list[float] = []  # what the Web API client was told to wait
+        self.http = httpx.AsyncClient(base_url=url, timeout=30)  # as Slack's, kept open
 
     async def post(
         self,
@@ -431,8 +432,7 @@ class SlackLore:
         }
         if retry:
             headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "timeout"})
-        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
-            return await client.post(EVENTS_PATH, content=body, headers=headers)
+        return await self.http.post(EVENTS_PATH, content=body, headers=headers)
 
     async def post_form(self, payload: dict[str, Any]) -> httpx.Response:
         """An interactivity call: the payload as the form field Slack posts."""
@@ -443,8 +443,7 @@ class SlackLore:
             "X-Slack-Request-Timestamp": stamp,
             "X-Slack-Signature": sign(SIGNING_SECRET, body, stamp),
         }
-        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
-            return await client.post(EVENTS_PATH, content=body, headers=headers)
+        return await self.http.post(EVENTS_PATH, content=body, headers=headers)
 
     async def say(self, text: str, *, socket: bool = False, **where: Any) -> dict[str, Any]:
         """Someone writes; the event arrives over the socket or as an Events API call
@@ -514,7 +513,10 @@ async def slack_lore(
             await asyncio.to_thread(fake.wait, lambda: fake.connections > 0)
         harness = SlackLore(lore, channel, f"http://127.0.0.1:{sock.getsockname()[1]}", fake)
         harness.waits = waits
-        yield harness
+        try:
+            yield harness
+        finally:
+            await harness.http.aclose()
     finally:
         server.should_exit = True
         await asyncio.wait_for(serving, timeout=30)

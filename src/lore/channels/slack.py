@@ -160,6 +160,7 @@ class SlackChannel:
     async def aclose(self) -> None:
         await self._disconnect()
         await self.drain()
+        await self.api.aclose()
 
     async def drain(self) -> None:
         while self._tasks:

@@ -54,20 +54,31 @@ class SlackApi:
         self._sleep = sleep
         self._attempts = attempts
         self._client: Any = None
+        self._session: Any = None
 
     @property
     def client(self) -> Any:
-        """slack_sdk's AsyncWebClient with the bot token (Socket Mode shares it)."""
+        """slack_sdk's AsyncWebClient with the bot token (Socket Mode shares it), over one
+        aiohttp session whose connections are kept open between calls; made on first
+        use, inside the running event loop."""
         if self._client is None:
+            import aiohttp
             from slack_sdk.web.async_client import AsyncWebClient
 
+            self._session = aiohttp.ClientSession()
             self._client = AsyncWebClient(
                 token=self.settings.bot_token,
                 base_url=self.settings.api_base_url,
                 timeout=_TIMEOUT,
+                session=self._session,
                 retry_handlers=[],  # retried here, by status
             )
         return self._client
+
+    async def aclose(self) -> None:
+        session, self._session, self._client = self._session, None, None
+        if session is not None:
+            await session.close()
 
     # -- calls ----------------------------------------------------------------------------
 
