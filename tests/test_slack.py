@@ -8,15 +8,17 @@ import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from lore.channels.slack_events import escape, message_of, place_of_scope
 from lore.clock import FixedClock
 from lore.config import Config
-from lore.errors import InvalidInputError
+from lore.errors import InvalidInputError, StoreError
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
+from lore.ports.chat_ledger import ChatLedger
 from tests.slack_server import (
     BOT_USER,
     Events,
@@ -248,3 +250,45 @@ def test_a_thread_is_its_own_conversation_and_a_dm_is_keyed_by_the_person() -> N
     bot_post = events.message("hi", user=AMY, channel=FAMILY)
     bot_post["event"]["bot_id"] = "B0LAN0Z90"
     assert message_of(bot_post) is None  # Lore's own posts come back as events: ignored
+
+
+class _FailingOnce:
+    """The ledger, failing its first `receive` (the disk was full for a moment)."""
+
+    def __init__(self, ledger: ChatLedger) -> None:
+        self.ledger = ledger
+        self.failed = False
+
+    def receive(self, *args: Any, **kwargs: Any) -> bool:
+        if not self.failed:
+            self.failed = True
+            raise StoreError("database or disk is full")
+        return self.ledger.receive(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
+
+
+async def test_an_event_that_cannot_be_recorded_is_not_acknowledged_and_comes_again(
+    slack_config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeSlack
+) -> None:
+    model.default = _echo
+    async with slack_lore(slack_config, model, clock, fake) as slack:
+        # Over the socket: no ack, so Slack sends it again on the next connection.
+        slack.channel.inbox.ledger = _FailingOnce(slack.channel.inbox.ledger)
+        await slack.say("奶奶几点到？", user=JOHN, channel=JOHN_DM, socket=True)
+        await asyncio.sleep(0.3)
+        assert fake.sent == [] and not fake.all_acked()
+        fake.drop()
+        [answer] = await slack.settle(1)
+        await asyncio.to_thread(fake.wait, fake.all_acked)
+        # Over the Events API: 503, and Slack's retry is answered.
+        slack.channel.inbox.ledger = _FailingOnce(slack.channel.inbox.ledger)
+        envelope = slack.events.message("когда прилетает?", user=JOHN, channel=JOHN_DM)
+        refused = await slack.post(envelope)
+        retried = await slack.post(envelope, retry=1)
+        sent = await slack.settle(2)
+    assert answer["text"] == "re: 奶奶几点到？"
+    assert (refused.status_code, retried.status_code) == (503, 200)
+    assert [s["text"] for s in sent] == ["re: 奶奶几点到？", "re: когда прилетает?"]
+    assert len(model.requests) == 2
