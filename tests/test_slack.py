@@ -5,6 +5,7 @@ scripted model. (The family scenario is in tests/test_slack_family.py.)"""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -292,3 +293,20 @@ async def test_an_event_that_cannot_be_recorded_is_not_acknowledged_and_comes_ag
     assert (refused.status_code, retried.status_code) == (503, 200)
     assert [s["text"] for s in sent] == ["re: 奶奶几点到？", "re: когда прилетает?"]
     assert len(model.requests) == 2
+
+
+async def test_joining_a_channel_logs_its_name_and_conversation_key(
+    slack_config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    fake: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    joined = fixture("member_joined_channel")
+    joined["event"]["channel"] = FAMILY
+    caplog.set_level(logging.INFO, logger="lore.channels.slack")
+    async with slack_lore(slack_config, model, clock, fake) as slack:
+        assert (await slack.post(joined)).status_code == 200
+        await slack.channel.drain()
+    assert f"slack: Lore joined #family; its conversation is slack:{FAMILY}" in caplog.text
+    assert fake.sent == [] and model.requests == []

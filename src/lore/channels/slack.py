@@ -195,8 +195,8 @@ class SlackChannel:
 
     def accept(self, envelope: dict[str, Any]) -> bool:
         """Record an `event_callback` (posted or over the socket) and queue its message;
-        False for one taken before. Returns before any await: messages queue in the
-        order they came."""
+        False for one taken before, or for an event that carries no one's message.
+        Nothing here awaits: messages queue in the order they came."""
         try:
             message = message_of(envelope)
         except InvalidInputError as exc:
