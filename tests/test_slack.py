@@ -9,17 +9,22 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from lore.channels.owner import owner_reminders
+from lore.channels.slack import MAX_TEXT
 from lore.channels.slack_events import escape, message_of, place_of_scope
 from lore.clock import FixedClock
-from lore.config import Config
+from lore.config import OWNER_SCOPE, Config
 from lore.errors import InvalidInputError, StoreError
 from lore.llm.base import ChatRequest
 from lore.llm.scripted import ScriptedProvider, Step
 from lore.ports.chat_ledger import ChatLedger
+from lore.reminders.delivery import session_delivery
+from lore.reminders.scheduler import Scheduler
 from tests.slack_server import (
     BOT_USER,
     Events,
@@ -310,3 +315,47 @@ async def test_joining_a_channel_logs_its_name_and_conversation_key(
         await slack.channel.drain()
     assert f"slack: Lore joined #family; its conversation is slack:{FAMILY}" in caplog.text
     assert fake.sent == [] and model.requests == []
+
+
+async def test_the_owners_dm_is_their_one_conversation_and_its_reminder_comes_to_the_dm(
+    config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeSlack
+) -> None:
+    settings = replace(
+        config,
+        slack=slack_settings(fake, owner_ids=(JOHN,)),
+        channels=replace(config.channels, unified_owner_session=True),
+    )
+    model.tool_call("set_reminder", {"text": "call mum 給媽媽打電話", "when": "in 1 hour"})
+    model.reply("I'll remind you.")
+    async with slack_lore(settings, model, clock, fake) as slack:
+        await slack.say("remind me to call mum in an hour", user=JOHN, channel=JOHN_DM)
+        await slack.settle(1)
+        lore = slack.lore
+        [reminder] = lore.reminders.list(OWNER_SCOPE)
+        due = clock.now() + timedelta(hours=1, minutes=1)
+        into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+        owner = owner_reminders(lore, {"slack": slack.channel.deliver})
+        with lore.bus.deliver_to(OWNER_SCOPE, owner):
+            delivered = await Scheduler(lore.reminders, FixedClock(due), into_session).run_once(due)
+        said = [m["content"] for m in lore.session(OWNER_SCOPE).messages if m["role"] == "user"]
+    assert reminder.text == "call mum 給媽媽打電話" and len(delivered) == 1
+    assert said == ["remind me to call mum in an hour"]
+    assert [(s["channel"], s["text"]) for s in fake.sent] == [
+        (JOHN_DM, "I'll remind you."),
+        (JOHN_DM, "⏰ call mum 給媽媽打電話"),  # their own DM: no mention
+    ]
+
+
+async def test_a_long_reply_is_posted_in_pieces_in_order_in_the_thread(
+    slack_config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeSlack
+) -> None:
+    reply = "\n\n".join(f"Абзац {n}: " + "длинный текст про Хуалянь. " * 40 for n in range(8))
+    model.reply(reply)
+    async with slack_lore(slack_config, model, clock, fake) as slack:
+        await slack.say(
+            f"{MENTION} tell me everything", user=AMY, channel=FAMILY, thread_ts="1700000000.000100"
+        )
+        sent = await slack.settle(3)
+    assert len(sent) >= 3 and all(len(s["text"]) <= MAX_TEXT for s in sent)
+    assert {s["thread_ts"] for s in sent} == {"1700000000.000100"}
+    assert " ".join(" ".join(s["text"] for s in sent).split()) == " ".join(reply.split())
