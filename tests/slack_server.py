@@ -3,7 +3,8 @@ in the shapes Slack sends, and the signed Events API calls Slack would post.
 
 The Web API (auth.test, users.info, conversations.info, chat.postMessage, chat.update,
 apps.connections.open) checks the bot or app token, answers `ratelimited` (HTTP 429 with
-Retry-After) on demand, and posts to a member id land in that member's DM, as Slack's do.
+Retry-After) or fails (5xx) on demand, and a post to a member id lands in that member's
+DM, as Slack's do.
 apps.connections.open hands out a `ws://` address; the socket greets with `hello`, then
 carries `events_api` and `interactive` envelopes, and an envelope not acknowledged by its
 envelope_id is sent again, with `retry_attempt` one higher, on the next connection, as
@@ -69,7 +70,9 @@ class FakeSlack:
         self.users: dict[str, str] = {}  # member id -> display name
         self.channels: dict[str, str] = {}  # channel id -> name
         self.dms: dict[str, str] = {}  # member id -> DM channel id
-        self.ratelimited: dict[str, int] = {}  # method -> how many calls get 429 first
+        # method -> the statuses its next calls get: 429 is `ratelimited` with Retry-After
+        # 3 (seconds), a 5xx Slack's own failure.
+        self.failures: dict[str, list[int]] = {}
         self.acked: list[str] = []
         self.connections = 0
         # What crossed the wire, in order: (where, who, text) for people and Lore alike.
@@ -149,12 +152,13 @@ class FakeSlack:
             args.update({k: v[0] for k, v in parse_qs(body.decode()).items()})
         with self._changed:
             self.calls.append(method)
-            limited = self.ratelimited.get(method, 0)
-            if limited:
-                self.ratelimited[method] = limited - 1
-        if limited:
+            queued = self.failures.get(method) or []
+            status = queued.pop(0) if queued else 0
+        if status == 429:
             data = {"ok": False, "error": "ratelimited"}
-            return web.json_response(data, status=429, headers={"Retry-After": "2"})
+            return web.json_response(data, status=429, headers={"Retry-After": "3"})
+        if status:
+            return web.json_response({"ok": False, "error": "fatal_error"}, status=status)
         token = request.headers.get("Authorization", "")
         wanted = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
         if token != f"Bearer {wanted}":

@@ -184,18 +184,19 @@ async def test_a_dropped_socket_is_reconnected_and_nothing_is_lost_or_repeated(
     assert said == ["before", "while down 1", "while down 2", "after"]
 
 
-async def test_a_ratelimited_post_is_sent_again_after_retry_after(
+async def test_a_ratelimited_or_failed_post_is_sent_again_ratelimited_after_retry_after(
     slack_config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeSlack
 ) -> None:
     model.default = _echo
     async with slack_lore(slack_config, model, clock, fake) as slack:
-        fake.ratelimited["chat.postMessage"] = 2
+        fake.failures["chat.postMessage"] = [503, 429, 429]
         await slack.say("are you there?", user=JOHN, channel=JOHN_DM)
         [answer] = await slack.settle(1)
         waits = list(slack.waits)
     assert answer["text"] == "re: are you there?"
-    assert fake.calls.count("chat.postMessage") == 3
-    assert waits == [2.0, 2.0]  # Slack's Retry-After, not the backoff's own pace
+    assert fake.calls.count("chat.postMessage") == 4
+    # The backoff's first pause for the 503, then Slack's Retry-After for each 429.
+    assert waits == [1.0, 3.0, 3.0]
 
 
 async def test_the_owner_approves_a_tool_with_a_button(
