@@ -257,6 +257,10 @@ def test_a_thread_is_its_own_conversation_and_a_dm_is_keyed_by_the_person() -> N
     bot_post = events.message("hi", user=AMY, channel=FAMILY)
     bot_post["event"]["bot_id"] = "B0LAN0Z90"
     assert message_of(bot_post) is None  # Lore's own posts come back as events: ignored
+    forged = events.message("hi", user=AMY, channel=FAMILY)
+    forged["event"]["channel"] = "C1\nowner"
+    with pytest.raises(InvalidInputError):
+        message_of(forged)  # no Slack id: it names no conversation
 
 
 class _FailingOnce:

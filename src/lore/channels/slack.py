@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -250,14 +250,14 @@ class SlackChannel:
             return "member"
         return "guest" if user in self.settings.allow else None
 
-    async def _then_handled(self, key: str, work: Any) -> None:
+    async def _then_handled(self, key: str, work: Awaitable[None]) -> None:
         try:
             await work
         except Exception:  # done as far as it goes; only a stop leaves it for later
             log.exception("slack: handling event %s failed", key)
         self.inbox.handled(key)
 
-    def _start(self, work: Any) -> None:
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -356,7 +356,7 @@ class SlackChannel:
             shown = f"{word} by <@{press.user}>."
             self._start(self._quietly(self.api.update(press.channel, press.message_ts, shown)))
 
-    async def _quietly(self, work: Any) -> None:
+    async def _quietly(self, work: Awaitable[None]) -> None:
         try:
             await work
         except SlackApiError as exc:

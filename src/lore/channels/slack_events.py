@@ -44,6 +44,8 @@ DENY = "lore_deny"
 # Messages people write; edits, deletions, joins and bots' posts are not.
 _KEPT_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})
 _USER_MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
+_ID = re.compile(r"[A-Z0-9]{2,40}")  # Slack's channel and member ids: C0…, D0…, U0…
+_TS = re.compile(r"\d{1,12}\.\d{1,9}")  # a message's ts: seconds and a sequence
 
 
 @dataclass(frozen=True)
@@ -106,14 +108,22 @@ def message_of(envelope: dict[str, Any]) -> SlackMessage | None:
     if str(event.get("subtype") or "") not in _KEPT_SUBTYPES or event.get("bot_id"):
         return None
     channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
-    text = event.get("text")
-    if not all(isinstance(v, str) and v for v in (channel, user, ts)) or not isinstance(text, str):
-        raise InvalidInputError("a Slack message event needs channel, user, ts and text")
-    assert isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)
-    thread = event.get("thread_ts")
-    thread_ts = str(thread) if isinstance(thread, str) and thread and thread != ts else None
+    thread, text = event.get("thread_ts") or ts, event.get("text")
+    if not (
+        isinstance(channel, str)
+        and _ID.fullmatch(channel)
+        and isinstance(user, str)
+        and _ID.fullmatch(user)
+        and isinstance(ts, str)
+        and _TS.fullmatch(ts)
+        and isinstance(thread, str)
+        and _TS.fullmatch(thread)
+        and isinstance(text, str)
+    ):
+        raise InvalidInputError("a Slack message event needs a channel, user, ts and text")
+    thread_ts = thread if thread != ts else None
     direct = event.get("channel_type") == "im" or channel.startswith("D")
-    message = SlackMessage(
+    return SlackMessage(
         key=f"msg:{channel}:{ts}",
         event_id=str(envelope.get("event_id") or ""),
         channel=channel,
@@ -125,8 +135,6 @@ def message_of(envelope: dict[str, Any]) -> SlackMessage | None:
         parent_user_id=str(event.get("parent_user_id") or ""),
         mentioned=kind == "app_mention",
     )
-    message.scope  # noqa: B018 - an id that makes no conversation key is refused here
-    return message
 
 
 def place_of_scope(scope: str) -> Place:
