@@ -485,10 +485,16 @@ class SlackLore:
 
 @asynccontextmanager
 async def slack_lore(
-    config: Config, model: ScriptedProvider, clock: Clock, fake: FakeSlack
+    config: Config,
+    model: ScriptedProvider,
+    clock: Clock,
+    fake: FakeSlack,
+    *,
+    socket_up: bool | None = None,
 ) -> AsyncIterator[SlackLore]:
     """Lore with Slack (`config.slack`) running as `lore serve` runs it, the gateway with
-    /slack/events on 127.0.0.1; stopped on exit, as a stopped `lore serve` is."""
+    /slack/events on 127.0.0.1; stopped on exit, as a stopped `lore serve` is. With an
+    app token it waits for the socket, unless `socket_up` is False."""
     lore = build(config, provider=model, clock=clock)
     waits: list[float] = []
 
@@ -513,7 +519,7 @@ async def slack_lore(
                 if task.done():
                     task.result()
             await asyncio.sleep(0.01)
-        if config.slack.app_token:
+        if bool(config.slack.app_token) if socket_up is None else socket_up:
             await asyncio.to_thread(fake.wait, lambda: fake.connections > 0)
         harness = SlackLore(lore, channel, f"http://127.0.0.1:{sock.getsockname()[1]}", fake)
         harness.waits = waits

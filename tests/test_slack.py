@@ -364,3 +364,25 @@ async def test_a_long_reply_is_posted_in_pieces_in_order_in_the_thread(
     assert len(sent) >= 3 and all(len(s["text"]) <= MAX_TEXT for s in sent)
     assert {s["thread_ts"] for s in sent} == {"1700000000.000100"}
     assert " ".join(" ".join(s["text"] for s in sent).split()) == " ".join(reply.split())
+
+
+async def test_a_refused_app_token_is_said_once_and_the_events_api_still_answers(
+    config: Config,
+    model: ScriptedProvider,
+    clock: FixedClock,
+    fake: FakeSlack,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = replace(config, slack=slack_settings(fake, owner_ids=(JOHN,), app_token="xoxb-1"))
+    model.default = _echo
+    async with slack_lore(settings, model, clock, fake, socket_up=False) as slack:
+        await slack.say("are you there?", user=JOHN, channel=JOHN_DM)
+        [answer] = await slack.settle(1)
+        await asyncio.sleep(0.5)
+    refused = [r for r in caplog.records if "no Socket Mode" in r.getMessage()]
+    assert [r.getMessage() for r in refused] == [
+        "slack: no Socket Mode: Slack refused apps.connections.open (invalid_auth); "
+        "check slack.app_token (xapp-…)"
+    ]
+    assert fake.connections == 0 and fake.calls.count("apps.connections.open") == 1
+    assert answer["text"] == "re: are you there?"

@@ -119,13 +119,31 @@ class SlackChannel:
         """Until cancelled: learn who the bot is, hold the Socket Mode connection (when an
         app token is set), and handle what a process that stopped left unhandled."""
         await self._know_myself()
+        keeper = asyncio.create_task(self.inbox.keep(self.resume), name="slack-inbox")
         try:
-            if self.settings.app_token:
+            if not self.settings.app_token:
+                HEALTH.channel("slack", f"connected ({self.how})")
+            elif await self._app_token_taken():
                 await self._connect()
-            HEALTH.channel("slack", f"connected ({self.how})")
-            await self.inbox.keep(self.resume)
+                HEALTH.channel("slack", f"connected ({self.how})")
+            await keeper
         finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
             await self._disconnect()
+
+    async def _app_token_taken(self) -> bool:
+        """Will Slack open a socket for the app token? Refused, it says so once, in one
+        line, instead of the socket client retrying it for ever."""
+        try:
+            await self.api.check_app_token(self.settings.app_token)
+        except SlackApiError as exc:
+            if exc.status == 429 or exc.status >= 500 or not exc.error:
+                return True  # passing: the socket client retries
+            log.warning("slack: no Socket Mode: %s; check slack.app_token (xapp-…)", exc)
+            HEALTH.channel("slack", f"Socket Mode refused: {one_line(str(exc), 120)}")
+            return False
+        return True
 
     async def _know_myself(self) -> None:
         delay = 1.0

@@ -91,6 +91,13 @@ class SlackApi:
             team=str(answer.get("team") or ""),
         )
 
+    async def check_app_token(self, app_token: str) -> None:
+        """SlackApiError when Slack will not open a Socket Mode connection for this token
+        (a bot token given as the app token, a revoked one, no connections:write)."""
+        await self._call(
+            "apps.connections.open", lambda c: c.apps_connections_open(app_token=app_token)
+        )
+
     async def display_name(self, user: str) -> str:
         """What the member is called: the display name they chose, else the real name."""
         answer = await self._call("users.info", lambda c: c.users_info(user=user))
