@@ -33,6 +33,7 @@ __all__ = [
     "OWNER_SCOPE",
     "ModelSpec",
     "RemindersConfig",
+    "DiscordConfig",
     "SlackConfig",
     "TelegramConfig",
     "LineConfig",
@@ -55,7 +56,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line", "slack")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord", "slack")
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,14 @@ class TelegramConfig:
 
 
 @dataclass(frozen=True)
+class DiscordConfig:
+    token: str = ""  # the bot's token (env: DISCORD_BOT_TOKEN); empty: Discord is off
+    api_base_url: str = "https://discord.com/api/v10"  # REST; it names the gateway
+    owner_ids: tuple[str, ...] = ()  # the owner's Discord user ids
+    allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk in a DM (as guests)
+
+
+@dataclass(frozen=True)
 class ChannelsConfig:
     """One owner, many channels: with `unified_owner_session` the owner's 1:1 chats on
     every channel and the terminal's default conversation are one conversation, `owner`."""
@@ -317,6 +326,7 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    discord: DiscordConfig = field(default_factory=DiscordConfig)
     slack: SlackConfig = field(default_factory=SlackConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
@@ -336,6 +346,7 @@ class Config:
         owner_ids = {
             "line": self.line.owner_ids,
             "telegram": self.telegram.owner_ids,
+            "discord": self.discord.owner_ids,
             "slack": self.slack.owner_ids,
         }
         return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
@@ -401,6 +412,7 @@ class Config:
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
+        data["discord"]["token"] = _redact(data["discord"]["token"])
         for key in ("bot_token", "app_token", "signing_secret"):
             data["slack"][key] = _redact(data["slack"][key])
         for server in data["mcp"]["servers"].values():
@@ -458,6 +470,7 @@ _ENV = {
     "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
     "LINE_CHANNEL_SECRET": "line.channel_secret",
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
+    "DISCORD_BOT_TOKEN": "discord.token",
     "SLACK_BOT_TOKEN": "slack.bot_token",
     "SLACK_APP_TOKEN": "slack.app_token",
     "SLACK_SIGNING_SECRET": "slack.signing_secret",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, print_json, runtime, session_key, show_usage
@@ -114,51 +113,35 @@ def register(subparsers: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from lore.import_job import parse_since, run_import
     from lore.search.rebuild import Progress
-    from lore.sessions.export_formats import read_export
-    from lore.sessions.importing import apply_import, plan_import
     from lore.text import counted
 
+    def bar(what: str, total: int) -> Progress:
+        return Progress(total, what, stream=sys.stderr)
+
     with runtime(args) as lore:
-        since = _since(args.since, lore)
-        export = read_export(args.source, Path(args.path).expanduser())
-        plan = plan_import(
-            export,
-            _ledger(lore),
-            sessions=lore.sessions,
-            workspace=lore.config.workspace,
-            since=since,
-        )
-        summary = plan.summary()
-        if args.dry_run:
-            if args.json:
-                print_json({"dry_run": True, **summary})
-            else:
-                _print_plan(summary, dry_run=True)
-            return 0
-        total = len(plan.conversations) + len(plan.notes)
-        progress = Progress(total, "importing", stream=sys.stderr)
-        record = apply_import(
-            plan,
-            sessions=lore.sessions,
-            notes=lore.notes,
-            notes_root=lore.config.workspace,
-            ledger=_ledger(lore),
+        done = run_import(
+            lore,
+            args.source,
+            Path(args.path).expanduser(),
             scope=args.session,
-            zone=lore.zone,
-            clock=lore.clock.now,
-            memory=lore.memory,
-            author=lore.config.user_name,
-            progress=progress.advance,
+            since=parse_since(args.since, lore.zone),
+            dry_run=args.dry_run,
+            progress=bar,
         )
-        progress.close()
-        _index(lore, [item["session_id"] for item in record.sessions])
+    summary = done.plan.summary()
     if args.json:
-        made = {"memories_new": record.memories}
-        print_json({"id": record.id if total else None, "dry_run": False, **summary, **made})
+        print_json(done.to_dict())
         return 0
-    if not total:
-        print(f"Nothing new to import ({counted(plan.already_imported, 'item')} already here).")
+    if args.dry_run:
+        _print_plan(summary, dry_run=True)
+        return 0
+    record = done.record
+    assert record is not None
+    if not done.written:
+        held = counted(done.plan.already_imported, "item")
+        print(f"Nothing new to import ({held} already here).")
         return 0
     _print_plan(summary, dry_run=False)
     if summary["memories"] > record.memories:
@@ -166,24 +149,6 @@ def _import(args: argparse.Namespace) -> int:
         print(f"{counted(held, 'fact')} Lore held already added no memory.")
     print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
     return 0
-
-
-def _index(lore: Runtime, session_ids: list[str]) -> None:
-    """The imported sessions searchable by their words now (with a progress bar: this is
-    the slow part of a large import), by their meaning once `lore serve` embeds them."""
-    from lore.search import searcher, sources
-    from lore.search.rebuild import Progress
-
-    search = searcher(lore)
-    archive = lore.sessions.archive
-    wanted = set(session_ids)
-    entries = [entry for entry in archive.entries() if entry.session_id in wanted]
-    progress = Progress(len(entries), "indexing", stream=sys.stderr)
-    for entry in entries:
-        sources.index_session(search.index, archive, entry, zone=lore.zone)
-        progress.advance()
-    progress.close()
-    search.refresh(files=True)  # the notes, and anything else written meanwhile
 
 
 def _print_plan(summary: dict[str, Any], *, dry_run: bool) -> None:
@@ -240,40 +205,25 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _undo(args: argparse.Namespace) -> int:
-    from lore.search import searcher
-    from lore.sessions.importing import undo_import
+    from lore.import_job import run_undo
     from lore.text import counted
 
     with runtime(args) as lore:
-        ledger = _ledger(lore)
-        record = ledger.get(args.import_id)
-        removed, notes, forgotten = undo_import(
-            record,
-            sessions=lore.sessions,
-            notes=lore.notes,
-            workspace=lore.config.workspace,
-            ledger=ledger,
-            now=lore.clock.now(),
-            memory=lore.memory,
-            by=lore.config.user_name,
-        )
-        search = searcher(lore)
-        for item in record.sessions:
-            search.index.remove_source("message", item["session_id"])
-        search.refresh(files=True)
+        undone = run_undo(lore, args.import_id)
+    record = undone.record
     if args.json:
         print_json(
             {
                 "id": record.id,
-                "sessions_removed": removed,
-                "notes_removed": notes,
-                "memories_forgotten": forgotten,
+                "sessions_removed": undone.sessions,
+                "notes_removed": undone.notes,
+                "memories_forgotten": undone.memories,
             }
         )
         return 0
-    made = [counted(removed, "session"), counted(notes, "note")]
-    if forgotten:
-        made.append(counted(forgotten, "memory", "memories"))
+    made = [counted(undone.sessions, "session"), counted(undone.notes, "note")]
+    if undone.memories:
+        made.append(counted(undone.memories, "memory", "memories"))
     print(f"Removed import {record.id}: {', '.join(made[:-1])} and {made[-1]}.")
     return 0
 
@@ -286,18 +236,6 @@ def _path(text: str) -> str:
 
 
 def _ledger(lore: Runtime) -> Any:
-    from lore.sessions.importing import ImportLedger
+    from lore.import_job import import_ledger
 
-    return ImportLedger(lore.config.home / "imports")
-
-
-def _since(text: str | None, lore: Runtime) -> datetime | None:
-    from lore.errors import InvalidInputError
-
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidInputError(f"--since {text!r}: use YYYY-MM-DD or ISO 8601") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=lore.zone)
+    return import_ledger(lore)

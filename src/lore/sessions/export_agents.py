@@ -29,7 +29,7 @@ from typing import Any
 
 from lore.errors import InvalidInputError
 from lore.llm.base import Message
-from lore.sessions.export_formats import Conversation, Export, ImportedNote, Skipped
+from lore.sessions.export_records import Conversation, Export, ImportedNote, Skipped
 
 __all__ = ["read_mem0", "read_nanobot", "read_openclaw"]
 

@@ -9,17 +9,16 @@ conversations before the cut; only a file with nothing readable in it is an erro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lore.errors import InvalidInputError
 from lore.llm.base import Message
+from lore.sessions.export_records import Conversation, Export, ImportedNote, Skipped
 
 __all__ = [
     "SOURCES",
@@ -33,55 +32,6 @@ __all__ = [
 SOURCES = ("chatgpt", "claude", "nanobot", "openclaw", "mem0", "markdown")
 
 _CONVERSATIONS = "conversations.json"
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """One conversation as the other assistant kept it: its user and assistant messages
-    (each with its original `timestamp`), on the branch its user last saw."""
-
-    source: str
-    external_id: str
-    title: str
-    created_at: datetime
-    updated_at: datetime
-    messages: list[Message]
-    # Its messages are facts another agent kept (mem0's memories, nanobot's USER.md
-    # lines), each to become a memory linked to its message.
-    facts: bool = False
-
-    @property
-    def content_hash(self) -> str:
-        """The same conversation exported again hashes the same (ids and order kept)."""
-        return _hash([self.source, self.external_id, self.title, self.messages])
-
-
-@dataclass(frozen=True)
-class ImportedNote:
-    """One Markdown note, front matter and all, at its path inside the folder."""
-
-    relative: str  # posix, ends in .md
-    text: str
-    modified_at: datetime
-
-    @property
-    def content_hash(self) -> str:
-        return _hash(["markdown", self.relative, self.text])
-
-
-@dataclass(frozen=True)
-class Skipped:
-    item: str
-    reason: str
-
-
-@dataclass
-class Export:
-    source: str
-    path: str
-    conversations: list[Conversation] = field(default_factory=list)
-    notes: list[ImportedNote] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
 
 
 def read_export(source: str, path: Path) -> Export:
@@ -389,8 +339,3 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"no {exc.args[0]!r}"
     return str(exc) or type(exc).__name__
-
-
-def _hash(value: object) -> str:
-    data = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()

@@ -27,7 +27,7 @@ from lore.errors import InvalidInputError
 from lore.files import atomic_write
 from lore.ports.memories import Source
 from lore.ports.sessions import ArchivedSession, SessionMeta
-from lore.sessions.export_formats import Conversation, Export, ImportedNote
+from lore.sessions.export_records import Conversation, Export, ImportedNote
 from lore.text import slugify
 
 if TYPE_CHECKING:

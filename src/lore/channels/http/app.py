@@ -60,6 +60,7 @@ def create_app(
     given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
     from lore.channels.http import (
         docs,
+        imports_api,
         memories_api,
         metrics_api,
         openai_api,
@@ -133,6 +134,7 @@ def create_app(
     app.include_router(memories_api.router)
     app.include_router(reminders_api.router)
     app.include_router(sessions_api.router)
+    app.include_router(imports_api.router)
     app.include_router(web.router)
     app.include_router(docs.router)
     app.include_router(metrics_api.router)
