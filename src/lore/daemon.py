@@ -150,11 +150,7 @@ class Daemon:
                 "HTTPS: https://<your host>/line/webhook)",
                 file=sys.stderr,
             )
-        if self.slack is not None:
-            slack = self.slack
-            self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
-            self._spawn(slack.run_forever(), "slack")
-            print(f"lore serve: Slack connected ({slack.how})", file=sys.stderr)
+        self._start_slack()
         self._route_owner()
 
     def _start_discord(self) -> None:
@@ -170,6 +166,17 @@ class Daemon:
         self._route("discord", discord.deliver, reaches_owner=owner)
         self._spawn(discord.run_forever(), "discord")
         print("lore serve: Discord connecting (gateway)", file=sys.stderr)
+
+    def _start_slack(self) -> None:
+        """Slack, when its tokens are set: the Socket Mode connection (the Events API's
+        route is on the gateway, `http_server`), reminders of its conversations out
+        through it."""
+        slack = self.slack
+        if slack is None:
+            return
+        self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
+        self._spawn(slack.run_forever(), "slack")
+        print(f"lore serve: Slack connected ({slack.how})", file=sys.stderr)
 
     def stop(self) -> None:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from
