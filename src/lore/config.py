@@ -34,6 +34,7 @@ __all__ = [
     "ModelSpec",
     "RemindersConfig",
     "DiscordConfig",
+    "SlackConfig",
     "TelegramConfig",
     "LineConfig",
     "LogConfig",
@@ -56,7 +57,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord", "slack")
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,23 @@ class LineConfig:
         return bool(self.channel_secret and self.access_token)
 
 
+@dataclass(frozen=True)
+class SlackConfig:
+    # From the app's settings at api.slack.com/apps: the bot token (OAuth & Permissions)
+    # and either the app-level token (Socket Mode: no public address) or the signing
+    # secret (the Events API: Slack posts to the gateway's /slack/events), or both.
+    bot_token: str = ""  # xoxb-… (env: SLACK_BOT_TOKEN)
+    app_token: str = ""  # xapp-… with connections:write (env: SLACK_APP_TOKEN)
+    signing_secret: str = ""  # signs every Events API call (env: SLACK_SIGNING_SECRET)
+    api_base_url: str = "https://slack.com/api/"  # the Web API's address
+    owner_ids: tuple[str, ...] = ()  # the owner's Slack member ids (U…)
+    allow: tuple[str, ...] = ()  # member ids besides the owner's that may DM it (as guests)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.bot_token and (self.app_token or self.signing_secret))
+
+
 def _parts(scope: str) -> Scope | None:
     """The scope's parts; None for a string that is no conversation key (one stored
     before keys were checked): it is nobody's 1:1 chat, and not the owner's."""
@@ -329,6 +347,7 @@ class Config:
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
+    slack: SlackConfig = field(default_factory=SlackConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
@@ -348,6 +367,7 @@ class Config:
             "line": self.line.owner_ids,
             "telegram": self.telegram.owner_ids,
             "discord": self.discord.owner_ids,
+            "slack": self.slack.owner_ids,
         }
         return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
 
@@ -413,6 +433,8 @@ class Config:
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
         data["discord"]["token"] = _redact(data["discord"]["token"])
+        for key in ("bot_token", "app_token", "signing_secret"):
+            data["slack"][key] = _redact(data["slack"][key])
         for server in data["mcp"]["servers"].values():
             for table in ("env", "headers"):  # where a server's keys go
                 server[table] = {key: _redact(value) for key, value in server[table].items()}
@@ -470,6 +492,9 @@ _ENV = {
     "LINE_CHANNEL_SECRET": "line.channel_secret",
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
     "DISCORD_BOT_TOKEN": "discord.token",
+    "SLACK_BOT_TOKEN": "slack.bot_token",
+    "SLACK_APP_TOKEN": "slack.app_token",
+    "SLACK_SIGNING_SECRET": "slack.signing_secret",
     "LORE_DATABASE_URL": "database_url",
     "BRAVE_API_KEY": "web.brave_api_key",
 }
@@ -629,6 +654,14 @@ def check(config: Config) -> None:
         missing = "line.access_token" if line.channel_secret else "line.channel_secret"
         raise ConfigError(
             f"LINE needs both the channel secret and the access token: set {missing!r}"
+        )
+    slack = config.slack
+    if (slack.app_token or slack.signing_secret) and not slack.bot_token:
+        raise ConfigError("Slack needs the bot token (xoxb-…) too: set 'slack.bot_token'")
+    if slack.bot_token and not (slack.app_token or slack.signing_secret):
+        raise ConfigError(
+            "Slack needs 'slack.app_token' (Socket Mode) or 'slack.signing_secret' (the "
+            "Events API at /slack/events) besides the bot token"
         )
     _check_mcp(config.mcp)
     _check_web(config.web)

@@ -67,7 +67,7 @@ DESCRIPTIONS: dict[str, str] = {
     "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
     " every channel and the terminal's default",
     "channels.reminder_channel": "where that conversation's reminders go (telegram, line,"
-    " discord, cli); empty: the channel you last wrote on",
+    " discord, slack, cli); empty: the channel you last wrote on",
     "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
     " with the token set, `lore serve` answers LINE at /line/webhook",
     "line.access_token": "its long-lived channel access token (env: LINE_CHANNEL_ACCESS_TOKEN)",
@@ -81,6 +81,15 @@ DESCRIPTIONS: dict[str, str] = {
     "discord.api_base_url": "Discord's REST API; the gateway's address is asked of it",
     "discord.owner_ids": "the owner's Discord user ids",
     "discord.allow": "user ids besides the owner's that may talk in a DM (as guests)",
+    "slack.bot_token": "the Slack app's bot token, xoxb-… (env: SLACK_BOT_TOKEN); with an app"
+    " token or a signing secret, `lore serve` answers on Slack",
+    "slack.app_token": "the app-level token, xapp-…, for Socket Mode: no public address"
+    " needed (env: SLACK_APP_TOKEN)",
+    "slack.signing_secret": "the app's signing secret, for the Events API at /slack/events"
+    " (env: SLACK_SIGNING_SECRET)",
+    "slack.api_base_url": "the Slack Web API's address",
+    "slack.owner_ids": "the owner's Slack member ids (U…)",
+    "slack.allow": "member ids besides the owner's that may DM Lore (as guests)",
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",

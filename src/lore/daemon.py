@@ -1,5 +1,5 @@
 """`lore serve`'s process as one object: the reminder scheduler, idle close, Dream, search
-embedding, the chat channels (Telegram, LINE, Discord) and the gateway, started together and
+embedding, the chat channels (Telegram, LINE, Discord, Slack) and the gateway, started together and
 stopped in order: the gateway first (replies in flight finish, waiting approvals are
 refused), then the background work and the channels, the runtime last.
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from lore.channels.line import LineChannel
+    from lore.channels.slack import SlackChannel
     from lore.channels.telegram import TelegramChannel
     from lore.config import Config
     from lore.runtime import Runtime
@@ -70,6 +71,7 @@ class Daemon:
         self.settings = settings
         self.line: LineChannel | None = _line_channel(lore)
         self.telegram: TelegramChannel | None = None
+        self.slack: SlackChannel | None = _slack(lore)
         self.scheduler = Scheduler(
             lore.reminders,
             lore.clock,
@@ -94,6 +96,9 @@ class Daemon:
                 self._route(
                     "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
                 )
+            if self.slack is not None:
+                slack = self.slack
+                self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
             self._route_owner()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
@@ -148,6 +153,7 @@ class Daemon:
                 "HTTPS: https://<your host>/line/webhook)",
                 file=sys.stderr,
             )
+        self._start_slack()
         self._route_owner()
 
     def _start_discord(self) -> None:
@@ -163,6 +169,17 @@ class Daemon:
         self._route("discord", discord.deliver, reaches_owner=owner)
         self._spawn(discord.run_forever(), "discord")
         print("lore serve: Discord connecting (gateway)", file=sys.stderr)
+
+    def _start_slack(self) -> None:
+        """Slack, when its tokens are set: the Socket Mode connection (the Events API's
+        route is on the gateway, `http_server`), reminders of its conversations out
+        through it."""
+        slack = self.slack
+        if slack is None:
+            return
+        self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
+        self._spawn(slack.run_forever(), "slack")
+        print(f"lore serve: Slack connected ({slack.how})", file=sys.stderr)
 
     def stop(self) -> None:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from
@@ -201,6 +218,8 @@ class Daemon:
         finally:
             if self.line is not None:
                 await self.line.aclose()
+            if self.slack is not None:
+                await self.slack.aclose()
             await self.lore.aclose()
 
     # -- the reminder's route ------------------------------------------------------------
@@ -261,7 +280,7 @@ class Daemon:
             pass
 
     def _start_gateway(self, listener: socket.socket) -> None:
-        self._server = http_server(self.lore, listener, self.telegram, self.line)
+        self._server = http_server(self.lore, listener, self.telegram, self.line, self.slack)
         self._gateway = asyncio.create_task(self._server.serve(sockets=[listener]), name="gateway")
         # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
         self._gateway.add_done_callback(lambda _: self.stop())
@@ -289,14 +308,27 @@ def _line_channel(lore: Runtime) -> LineChannel | None:
     return line
 
 
+def _slack(lore: Runtime) -> SlackChannel | None:
+    """The Slack channel when its bot token and an app token or signing secret are set."""
+    if not lore.config.slack.enabled:
+        return None
+    from lore.channels.slack import SlackChannel
+
+    slack = SlackChannel(lore, lore.config.slack)
+    slack.check_installed()
+    return slack
+
+
 def http_server(
     lore: Runtime,
     listener: socket.socket,
     telegram: TelegramChannel | None = None,
     line: LineChannel | None = None,
+    slack: SlackChannel | None = None,
 ) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener` (with the LINE webhook, and Telegram's
-    when Telegram is set up that way), not started yet."""
+    """The gateway's uvicorn server for `listener` (with the LINE webhook, Telegram's
+    when Telegram is set up that way, and Slack's Events API when it has a signing
+    secret), not started yet."""
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
     from lore.channels.http.server import GatewayServer, server_config
@@ -308,6 +340,10 @@ def http_server(
         from lore.channels.telegram_webhook import mount_telegram_webhook
 
         mount_telegram_webhook(app, telegram)
+    if slack is not None and slack.settings.signing_secret:
+        from lore.channels.http.slack_webhook import mount_slack_events
+
+        mount_slack_events(app, slack)
     config = server_config(app, lore.config.api)
     shown = f"[{host}]" if ":" in host else host
     print(

@@ -7,6 +7,8 @@ when the package loads, so every key is read the same way in every process:
     line:<user|group|room>:<id>    a 1:1 chat, a group, a multi-person room
     discord:<channel id>           a server's text channel or thread (each thread its own)
     discord:dm:<user id>           a direct message with that person
+    slack:<channel id>             a channel (C…, G…); a thread in it: slack:<channel>:<ts>
+    slack:<member id>              a DM, keyed by the person (U…, W…), as Slack posts to it
 """
 
 from __future__ import annotations
@@ -45,8 +47,17 @@ def _discord_direct(scope: Scope) -> bool:
     return scope.kind == "dm"
 
 
+def _slack_direct(scope: Scope) -> bool:
+    return scope.id.startswith(("U", "W")) and ":" not in scope.id
+
+
+def _slack_group(scope: Scope) -> bool:
+    return not _slack_direct(scope)
+
+
 register(ChannelKeys("cli"))
 register(ChannelKeys("api"))
 register(ChannelKeys("telegram", group=_telegram_group, direct=_telegram_direct))
 register(ChannelKeys("line", kinds=LINE_KINDS, group=_line_group, direct=_line_direct))
 register(ChannelKeys("discord", kinds=("dm",), group=_discord_group, direct=_discord_direct))
+register(ChannelKeys("slack", group=_slack_group, direct=_slack_direct))
