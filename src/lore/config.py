@@ -35,6 +35,7 @@ __all__ = [
     "RemindersConfig",
     "TelegramConfig",
     "LineConfig",
+    "WhatsAppConfig",
     "LogConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
@@ -54,7 +55,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "whatsapp")
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,9 @@ class ChannelsConfig:
     # Where that conversation's reminders go: a channel ("telegram", "cli", ...), or
     # empty for the channel the owner last wrote on.
     reminder_channel: str = ""
+    # `[channels.<name>]` tables: the settings of channels from other packages
+    # (`lore.channels.plugin`), kept as written for the plugin to read.
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"rest": True})
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,28 @@ class LineConfig:
     @property
     def enabled(self) -> bool:
         return bool(self.channel_secret and self.access_token)
+
+
+@dataclass(frozen=True)
+class WhatsAppConfig:
+    # From the Meta app's WhatsApp > API Setup page; access token and phone number id
+    # both set: WhatsApp is on (and then the app secret and verify token must be set).
+    access_token: str = ""  # a system user's permanent token (env: WHATSAPP_ACCESS_TOKEN)
+    phone_number_id: str = ""  # the business number's id (not the number itself)
+    app_secret: str = ""  # signs every webhook call (env: WHATSAPP_APP_SECRET)
+    verify_token: str = ""  # any string, given to Meta too (env: WHATSAPP_VERIFY_TOKEN)
+    api_base_url: str = "https://graph.facebook.com/v21.0"  # the Graph API, with version
+    owner_ids: tuple[str, ...] = ()  # the owner's WhatsApp ids (the number, digits only)
+    allow: tuple[str, ...] = ()  # numbers besides the owner's that may talk (as guests)
+
+    def __post_init__(self) -> None:  # a number as people write it: Graph's wa_id
+        for name in ("owner_ids", "allow"):
+            numbers = tuple("".join(c for c in n if c.isdigit()) for n in getattr(self, name))
+            object.__setattr__(self, name, tuple(n for n in numbers if n))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.access_token and self.phone_number_id)
 
 
 def _parts(scope: str) -> Scope | None:
@@ -299,6 +325,7 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    whatsapp: WhatsAppConfig = field(default_factory=WhatsAppConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
@@ -314,7 +341,11 @@ class Config:
 
     def _owners_own_chat(self, scope: Scope) -> bool:
         """The owner's 1:1 chat with the bot: its chat id is the owner's user id."""
-        owner_ids = {"line": self.line.owner_ids, "telegram": self.telegram.owner_ids}
+        owner_ids = {
+            "line": self.line.owner_ids,
+            "telegram": self.telegram.owner_ids,
+            "whatsapp": self.whatsapp.owner_ids,
+        }
         return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
 
     def conversation_scope(self, scope: str) -> str:
@@ -378,6 +409,12 @@ class Config:
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
+        for key in ("access_token", "app_secret", "verify_token"):
+            data["whatsapp"][key] = _redact(data["whatsapp"][key])
+        for table in data["channels"]["plugins"].values():  # a plugin's, by the key's name
+            for key, value in table.items():
+                if isinstance(value, str) and _SECRET_KEY.search(key):
+                    table[key] = _redact(value)
         for server in data["mcp"]["servers"].values():
             for table in ("env", "headers"):  # where a server's keys go
                 server[table] = {key: _redact(value) for key, value in server[table].items()}
@@ -433,6 +470,9 @@ _ENV = {
     "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
     "LINE_CHANNEL_SECRET": "line.channel_secret",
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
+    "WHATSAPP_ACCESS_TOKEN": "whatsapp.access_token",
+    "WHATSAPP_APP_SECRET": "whatsapp.app_secret",
+    "WHATSAPP_VERIFY_TOKEN": "whatsapp.verify_token",
     "LORE_DATABASE_URL": "database_url",
 }
 
@@ -577,7 +617,7 @@ def check(config: Config) -> None:
                 f"setting 'api.trusted_proxies' holds {proxy!r}, which is not an IP address "
                 'or network (e.g. "127.0.0.1", "10.0.0.0/8")'
             ) from None
-    if config.channels.reminder_channel not in REMINDER_CHANNELS:
+    if config.channels.reminder_channel not in (*REMINDER_CHANNELS, *config.channels.plugins):
         raise ConfigError(
             f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "
             "use one of: " + ", ".join(c for c in REMINDER_CHANNELS if c) + " (or empty for "
@@ -588,6 +628,17 @@ def check(config: Config) -> None:
         missing = "line.access_token" if line.channel_secret else "line.channel_secret"
         raise ConfigError(
             f"LINE needs both the channel secret and the access token: set {missing!r}"
+        )
+    whatsapp = config.whatsapp
+    if bool(whatsapp.access_token) != bool(whatsapp.phone_number_id):
+        missing = "whatsapp.phone_number_id" if whatsapp.access_token else "whatsapp.access_token"
+        raise ConfigError(
+            f"WhatsApp needs the access token and the phone number id: set {missing!r}"
+        )
+    if whatsapp.enabled and not (whatsapp.app_secret and whatsapp.verify_token):
+        missing = "whatsapp.verify_token" if whatsapp.app_secret else "whatsapp.app_secret"
+        raise ConfigError(
+            f"WhatsApp's webhook needs the app secret and a verify token: set {missing!r}"
         )
     _check_mcp(config.mcp)
     name = config.user_name
@@ -673,11 +724,19 @@ def _build(cls: Any, data: Mapping[str, Any], prefix: str) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(f"setting {prefix.rstrip('.')!r} must be a table")
     known = {f.name: f for f in fields(cls)}
+    rest = next((f.name for f in fields(cls) if f.metadata.get("rest")), None)
     unknown = sorted(set(data) - set(known))
+    kwargs: dict[str, Any] = {}
+    if rest is not None:  # tables of their own (a plugin's settings) are kept as written
+        kwargs[rest] = {
+            name: dict(data[name]) for name in unknown if isinstance(data[name], Mapping)
+        }
+        unknown = [name for name in unknown if name not in kwargs[rest]]
     if unknown:
         raise ConfigError(f"unknown setting {prefix}{unknown[0]!r} in config.toml")
-    kwargs: dict[str, Any] = {}
     for name, value in data.items():
+        if name not in known:
+            continue
         f = known[name]
         default = _default_of(f)
         if is_dataclass(default):
@@ -741,6 +800,9 @@ def redact_url(url: str) -> str:
     if not (sep and at and colon and password):
         return url
     return f"{scheme}://{user}:***@{host}"
+
+
+_SECRET_KEY = re.compile(r"token|secret|password|key", re.IGNORECASE)
 
 
 def _redact(secret: str) -> str:

@@ -1,5 +1,6 @@
 """`lore serve`'s process as one object: the reminder scheduler, idle close, Dream, search
-embedding, the chat channels (Telegram, LINE) and the gateway, started together and
+embedding, the chat channels (every one whose token is set: `lore.channels.plugin`)
+and the gateway, started together and
 stopped in order: the gateway first (replies in flight finish, waiting approvals are
 refused), then the background work and the channels, the runtime last.
 
@@ -21,12 +22,13 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lore.backends.local.scheduled_backups import backup_forever
 from lore.channels.owner import owner_reminders, terminal_delivers
+from lore.channels.plugin import Channel, open_channels
 from lore.config import OWNER_SCOPE
 from lore.config_reload import reload_settings
 from lore.errors import LoreError
@@ -42,12 +44,10 @@ from lore.sessions.closing import close_idle_sessions, idle_close_forever
 if TYPE_CHECKING:
     import uvicorn
 
-    from lore.channels.line import LineChannel
-    from lore.channels.telegram import TelegramChannel
     from lore.config import Config
     from lore.runtime import Runtime
 
-__all__ = ["Daemon"]
+__all__ = ["Daemon", "connected_line", "http_server"]
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,8 @@ class Daemon:
         self.lore = lore
         self.listener = listener
         self.settings = settings
-        self.line: LineChannel | None = _line_channel(lore)
-        self.telegram: TelegramChannel | None = None
+        # Every chat channel whose token is set (`lore.channels.plugin`), not started yet.
+        self.channels: list[Channel] = open_channels(lore)
         self.scheduler = Scheduler(
             lore.reminders,
             lore.clock,
@@ -87,13 +87,11 @@ class Daemon:
         self._gateway: asyncio.Task[None] | None = None
 
     async def run_once(self) -> None:
-        """Deliver what is due now (LINE chats by push), close idle sessions, close."""
+        """Deliver what is due now (chat channels by push), close idle sessions, close."""
         try:
             self._catch_sigterm()
-            if self.line is not None:
-                self._route(
-                    "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
-                )
+            for channel in self.channels:
+                self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
             self._route_owner()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
@@ -118,7 +116,6 @@ class Daemon:
         self._spawn(dream_forever(lore), "dream")
         self._spawn(embed_backlog_forever(lore), "embed")
         self._spawn(backup_forever(lore.config, lore.clock), "backup")
-        self.telegram = _telegram(lore)
         if self.listener is not None:
             self._start_gateway(self.listener)
         print(
@@ -126,24 +123,11 @@ class Daemon:
             "Ctrl+C stops",
             file=sys.stderr,
         )
-        if self.telegram is not None:
-            telegram = self.telegram
-            self._route(
-                "telegram", telegram.deliver, reaches_owner=bool(telegram.settings.owner_ids)
-            )
-            self._spawn(telegram.run_forever(), "telegram")
-            how = telegram.settings.webhook_url or "long polling"
-            print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
-        if self.line is not None:
-            self._route("line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids))
-            # Events a stopped `lore serve` took but never answered are answered now.
-            self._spawn(self.line.run_forever(), "line")
-            HEALTH.channel("line", "webhook at /line/webhook")
-            print(
-                "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
-                "HTTPS: https://<your host>/line/webhook)",
-                file=sys.stderr,
-            )
+        for channel in self.channels:
+            self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
+            # Updates a stopped `lore serve` took but never answered are answered now.
+            self._spawn(channel.run_forever(), channel.name)
+        print(connected_line(self.channels), file=sys.stderr)
         self._route_owner()
 
     def stop(self) -> None:
@@ -181,8 +165,11 @@ class Daemon:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._routes.close()
         finally:
-            if self.line is not None:
-                await self.line.aclose()
+            for channel in self.channels:
+                try:
+                    await channel.aclose()
+                except Exception:  # one channel's failure to close never keeps the rest open
+                    log.exception("%s: closing failed", channel.name)
             await self.lore.aclose()
 
     # -- the reminder's route ------------------------------------------------------------
@@ -243,53 +230,32 @@ class Daemon:
             pass
 
     def _start_gateway(self, listener: socket.socket) -> None:
-        self._server = http_server(self.lore, listener, self.telegram, self.line)
+        self._server = http_server(self.lore, listener, self.channels)
         self._gateway = asyncio.create_task(self._server.serve(sockets=[listener]), name="gateway")
         # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
         self._gateway.add_done_callback(lambda _: self.stop())
 
 
-def _telegram(lore: Runtime) -> TelegramChannel | None:
-    """The Telegram channel, when a bot token is configured."""
-    if not lore.config.telegram.token:
-        return None
-    from lore.channels.telegram import TelegramChannel
-
-    telegram = TelegramChannel(lore, lore.config.telegram)
-    telegram.check_installed()
-    return telegram
-
-
-def _line_channel(lore: Runtime) -> LineChannel | None:
-    """The LINE channel when its secret and token are set."""
-    if not lore.config.line.enabled:
-        return None
-    from lore.channels.line import LineChannel
-
-    line = LineChannel(lore, lore.config.line)
-    line.check_installed()
-    return line
+def connected_line(channels: Sequence[Channel]) -> str:
+    """The one start-up line that says which chat channels are connected, and how."""
+    if not channels:
+        return "lore serve: no chat channel connected (none has its token set)"
+    shown = ", ".join(f"{channel.name} ({channel.describe()})" for channel in channels)
+    return f"lore serve: chat channels connected: {shown}"
 
 
 def http_server(
-    lore: Runtime,
-    listener: socket.socket,
-    telegram: TelegramChannel | None = None,
-    line: LineChannel | None = None,
+    lore: Runtime, listener: socket.socket, channels: Sequence[Channel] = ()
 ) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener` (with the LINE webhook, and Telegram's
-    when Telegram is set up that way), not started yet."""
+    """The gateway's uvicorn server for `listener`, with the webhook routes of the chat
+    `channels` (LINE's, WhatsApp's, Telegram's when it is set up that way), not started."""
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
     from lore.channels.http.server import GatewayServer, server_config
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
-    app = create_app(lore, clients=Clients(token, lore.config), host=host, line=line)
-    if telegram is not None and telegram.settings.webhook_url:
-        from lore.channels.telegram_webhook import mount_telegram_webhook
-
-        mount_telegram_webhook(app, telegram)
+    app = create_app(lore, clients=Clients(token, lore.config), host=host, channels=channels)
     config = server_config(app, lore.config.api)
     shown = f"[{host}]" if ":" in host else host
     print(

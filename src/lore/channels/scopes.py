@@ -5,6 +5,7 @@ when the package loads, so every key is read the same way in every process:
     api:<user>                     the HTTP API and the web page
     telegram:<chat id>             a group's id is negative, a 1:1 chat's the person's id
     line:<user|group|room>:<id>    a 1:1 chat, a group, a multi-person room
+    whatsapp:<wa_id>               a 1:1 chat, the person's WhatsApp id (their number)
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ def _telegram_direct(scope: Scope) -> bool:
     return not scope.id.startswith("-")
 
 
+def _always(scope: Scope) -> bool:
+    return True
+
+
 def _line_group(scope: Scope) -> bool:
     return scope.kind in ("group", "room")
 
@@ -39,3 +44,4 @@ register(ChannelKeys("cli"))
 register(ChannelKeys("api"))
 register(ChannelKeys("telegram", group=_telegram_group, direct=_telegram_direct))
 register(ChannelKeys("line", kinds=LINE_KINDS, group=_line_group, direct=_line_direct))
+register(ChannelKeys("whatsapp", direct=_always))
