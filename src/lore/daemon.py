@@ -118,16 +118,17 @@ class Daemon:
         self._spawn(backup_forever(lore.config, lore.clock), "backup")
         if self.listener is not None:
             self._start_gateway(self.listener)
+        for channel in self.channels:
+            self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
+            # Updates a stopped `lore serve` took but never answered are answered now.
+            self._spawn(channel.run_forever(), channel.name)
+        if self.channels:
+            print(connected_line(self.channels), file=sys.stderr)
         print(
             "lore serve: reminders, idle-session close, Dream and search embedding running; "
             "Ctrl+C stops",
             file=sys.stderr,
         )
-        for channel in self.channels:
-            self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
-            # Updates a stopped `lore serve` took but never answered are answered now.
-            self._spawn(channel.run_forever(), channel.name)
-        print(connected_line(self.channels), file=sys.stderr)
         self._route_owner()
 
     def stop(self) -> None:
@@ -238,8 +239,6 @@ class Daemon:
 
 def connected_line(channels: Sequence[Channel]) -> str:
     """The one start-up line that says which chat channels are connected, and how."""
-    if not channels:
-        return "lore serve: no chat channel connected (none has its token set)"
     shown = ", ".join(f"{channel.name} ({channel.describe()})" for channel in channels)
     return f"lore serve: chat channels connected: {shown}"
 
