@@ -5,8 +5,8 @@ Amy (a guest on the allow list) asks Lore to remember when mom's flight lands, c
 the time, and asks to be reminded; the reminder reaches her once, though the gateway was
 stopped and started in between. The owner's own chat never sees any of it. Ten messages
 at once are answered in order; a forged signature is refused and nothing is kept; a
-notification Meta delivers twice is answered once, after a restart too; a reminder due
-outside the 24-hour window fails where `lore remind list` and the web page show it.
+reminder due outside the 24-hour window fails where `lore remind list` and the web page
+show it. A notification delivered twice: tests/test_whatsapp_ledger.py, on both backends.
 """
 
 from __future__ import annotations
@@ -231,23 +231,6 @@ async def test_a_forged_signature_is_refused_and_nothing_is_kept(
                                            seconds=1)  # fmt: skip
         assert AMY_SCOPE not in wa.lore.sessions.live_keys()
         assert fake.sent == [] and model.requests == []
-
-
-async def test_a_notification_delivered_twice_is_answered_once_after_a_restart_too(
-    wa_config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeGraph
-) -> None:
-    model.default = lambda request: Step(text="ok")
-    body = Notifications.text("hello", wa_id=AMY, name="Amy", at=clock.now().timestamp())
-    async with whatsapp_gateway(wa_config, model, clock, fake) as wa:
-        assert (await wa.post(body)).status_code == 200
-        assert (await wa.post(body)).status_code == 200
-        await _settle(wa, 1)
-    async with whatsapp_gateway(wa_config, model, clock, fake) as wa:
-        assert (await wa.post(body)).status_code == 200
-        await wa.channel.drain()
-    assert fake.texts(AMY) == ["ok"]
-    users = [m for m in wa.lore.session(AMY_SCOPE).messages if m["role"] == "user"]
-    assert len(users) == 1
 
 
 async def test_a_reminder_outside_the_24_hour_window_fails_where_it_is_seen(
