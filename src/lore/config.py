@@ -33,6 +33,7 @@ __all__ = [
     "OWNER_SCOPE",
     "ModelSpec",
     "RemindersConfig",
+    "DiscordConfig",
     "TelegramConfig",
     "LineConfig",
     "WhatsAppConfig",
@@ -55,7 +56,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line", "whatsapp")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord", "whatsapp")
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,14 @@ class TelegramConfig:
 
 
 @dataclass(frozen=True)
+class DiscordConfig:
+    token: str = ""  # the bot's token (env: DISCORD_BOT_TOKEN); empty: Discord is off
+    api_base_url: str = "https://discord.com/api/v10"  # REST; it names the gateway
+    owner_ids: tuple[str, ...] = ()  # the owner's Discord user ids
+    allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk in a DM (as guests)
+
+
+@dataclass(frozen=True)
 class ChannelsConfig:
     """One owner, many channels: with `unified_owner_session` the owner's 1:1 chats on
     every channel and the terminal's default conversation are one conversation, `owner`."""
@@ -326,6 +335,7 @@ class Config:
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
     whatsapp: WhatsAppConfig = field(default_factory=WhatsAppConfig)
+    discord: DiscordConfig = field(default_factory=DiscordConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
@@ -345,6 +355,7 @@ class Config:
             "line": self.line.owner_ids,
             "telegram": self.telegram.owner_ids,
             "whatsapp": self.whatsapp.owner_ids,
+            "discord": self.discord.owner_ids,
         }
         return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
 
@@ -415,6 +426,7 @@ class Config:
             for key, value in table.items():
                 if isinstance(value, str) and _SECRET_KEY.search(key):
                     table[key] = _redact(value)
+        data["discord"]["token"] = _redact(data["discord"]["token"])
         for server in data["mcp"]["servers"].values():
             for table in ("env", "headers"):  # where a server's keys go
                 server[table] = {key: _redact(value) for key, value in server[table].items()}
@@ -473,6 +485,7 @@ _ENV = {
     "WHATSAPP_ACCESS_TOKEN": "whatsapp.access_token",
     "WHATSAPP_APP_SECRET": "whatsapp.app_secret",
     "WHATSAPP_VERIFY_TOKEN": "whatsapp.verify_token",
+    "DISCORD_BOT_TOKEN": "discord.token",
     "LORE_DATABASE_URL": "database_url",
 }
 

@@ -67,7 +67,7 @@ DESCRIPTIONS: dict[str, str] = {
     "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
     " every channel and the terminal's default",
     "channels.reminder_channel": "where that conversation's reminders go (telegram, line,"
-    " whatsapp, cli); empty: the channel you last wrote on",
+    " discord, whatsapp, cli); empty: the channel you last wrote on",
     "channels.plugins": "channels from other packages keep their settings in tables of"
     " their own: [channels.NAME]",
     "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
@@ -88,6 +88,11 @@ DESCRIPTIONS: dict[str, str] = {
     "whatsapp.api_base_url": "the Graph API's address, with its version",
     "whatsapp.owner_ids": "the owner's WhatsApp numbers",
     "whatsapp.allow": "numbers besides the owner's that may talk (as guests)",
+    "discord.token": "the bot's token from the Discord Developer Portal (env: DISCORD_BOT_TOKEN);"
+    " empty: off",
+    "discord.api_base_url": "Discord's REST API; the gateway's address is asked of it",
+    "discord.owner_ids": "the owner's Discord user ids",
+    "discord.allow": "user ids besides the owner's that may talk in a DM (as guests)",
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",

@@ -6,7 +6,7 @@ A channel is an entry point in the `lore.channels` group whose name is the chann
     [project.entry-points."lore.channels"]
     mychat = "lore_mychat:PLUGIN"
 
-Lore's own channels (Telegram, LINE, WhatsApp) are declared the same way in its
+Lore's own channels (Telegram, LINE, Discord, WhatsApp) are declared the same way in its
 `pyproject.toml`; `BUILT_IN` names them too, so a checkout run from source, whose
 installed metadata may predate them, still finds them. `lore serve` opens every channel
 whose token is set (`ChannelPlugin.configured`), mounts its webhook routes on the
@@ -48,6 +48,7 @@ GROUP = "lore.channels"
 BUILT_IN: dict[str, str] = {
     "telegram": "lore.channels.telegram:PLUGIN",
     "line": "lore.channels.line:PLUGIN",
+    "discord": "lore.channels.discord:PLUGIN",
     "whatsapp": "lore.channels.whatsapp:PLUGIN",
 }
 
