@@ -104,6 +104,7 @@ bench: $(VENV)/.test
 	$(PY) bench/health_under_load.py
 	$(PY) bench/loop_lateness.py
 	$(PY) bench/line_webhook.py
+	$(PY) bench/whatsapp_webhook.py
 	$(PY) bench/discord_overhead.py
 	$(PY) bench/slack_overhead.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi

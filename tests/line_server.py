@@ -67,6 +67,7 @@ class FakeLine(FakeApi):
     def __init__(self) -> None:
         super().__init__()
         self.profiles: dict[str, str] = {}  # user id -> display name
+        self.groups: dict[str, str] = {}  # group id -> the group's name (its summary)
         self.calls: list[str] = []
         # What crossed the wire, in order: ("webhook", chat, user id, text) for a message
         # LINE delivered, ("reply" | "push", chat, "", text) for what Lore sent.
@@ -114,6 +115,8 @@ class FakeLine(FakeApi):
             }
         if method == "GET" and parts[:3] == ["v2", "bot", "profile"]:
             return self._profile(parts[3])
+        if method == "GET" and len(parts) == 5 and parts[2] == "group" and parts[4] == "summary":
+            return self._summary(parts[3])
         if method == "GET" and len(parts) == 6 and parts[2] in ("group", "room"):
             return self._profile(parts[5])
         if method == "POST" and path == "/v2/bot/message/reply":
@@ -121,6 +124,13 @@ class FakeLine(FakeApi):
         if method == "POST" and path == "/v2/bot/message/push":
             return self._push(body, headers.get("x-line-retry-key", ""))
         return 404, {"message": "Not found"}
+
+    def _summary(self, group_id: str) -> tuple[int, dict[str, Any]]:
+        name = self.groups.get(group_id)
+        if name is None:
+            return 404, {"message": "Not found"}
+        picture = f"https://profile.line-scdn.net/{group_id}"
+        return 200, {"groupId": group_id, "groupName": name, "pictureUrl": picture}
 
     def _profile(self, user_id: str) -> tuple[int, dict[str, Any]]:
         name = self.profiles.get(user_id)
@@ -326,7 +336,7 @@ async def running_gateway(lore: Runtime, line: LineChannel) -> AsyncIterator[str
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    app = create_app(lore, clients=Clients(OWNER_TOKEN, lore.config), line=line, mcp=False)
+    app = create_app(lore, clients=Clients(OWNER_TOKEN, lore.config), channels=[line], mcp=False)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:

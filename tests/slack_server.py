@@ -33,7 +33,7 @@ from aiohttp import WSMsgType, web
 
 from lore.channels.http import create_app
 from lore.channels.http.auth import Clients
-from lore.channels.http.slack_webhook import EVENTS_PATH, mount_slack_events
+from lore.channels.http.slack_webhook import EVENTS_PATH
 from lore.channels.slack import SlackChannel
 from lore.channels.slack_api import SlackApi
 from lore.channels.slack_events import sign
@@ -504,8 +504,7 @@ async def slack_lore(
 
     api = SlackApi(config.slack, sleep=sleep)
     channel = SlackChannel(lore, config.slack, api=api, ping_interval=0.2)
-    app = create_app(lore, clients=Clients(OWNER_TOKEN, lore.config), mcp=False)
-    mount_slack_events(app, channel)
+    app = create_app(lore, clients=Clients(OWNER_TOKEN, lore.config), mcp=False, channels=[channel])
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -65,6 +65,16 @@ class FakeTelegram(FakeApi):
             self._changed.notify_all()
             return message_id
 
+    def service(self, *, chat: dict[str, Any], sender: dict[str, Any], **fields: Any) -> None:
+        """A service message in a chat: `new_chat_members`, `new_chat_title`..."""
+        with self._changed:
+            message = {"message_id": self._next_message, "date": int(time.time()),
+                       "chat": chat, "from": sender, **fields}  # fmt: skip
+            self._next_message += 1
+            self.updates.append({"update_id": self._next_update, "message": message})
+            self._next_update += 1
+            self._changed.notify_all()
+
     def post_to_webhook(self, update: dict[str, Any], *, secret: str | None = "") -> int:
         """Telegram delivering `update` to the registered webhook, with the registered
         secret ("": that one; None: no header; else this one); the HTTP status."""

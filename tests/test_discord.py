@@ -103,6 +103,9 @@ async def test_two_people_in_a_server_channel(
     authors = [m.get("author") for m in lore.session(f"discord:{FAMILY}").messages]
     assert authors == ["Mom", "John", None]
     assert fake.identifies[0]["intents"] & (1 << 15)  # the message content intent
+    # The conversation is named by its server and channel.
+    named = lore.chat_ledger.conversation_names()[f"discord:{FAMILY}"].name
+    assert named.endswith(" / #" + fake.channels[FAMILY])
 
 
 async def test_the_owner_in_a_dm_is_answered_and_a_stranger_gets_one_line(

@@ -39,7 +39,7 @@ def test_lore_serve_starts_the_discord_bot_and_it_answers_a_dm(
         serve = ServeProcess(env, port=free_port())
         try:
             serve.start().wait_for(READY)
-            serve.wait_for("lore serve: Discord connecting (gateway)")
+            serve.wait_for("lore serve: chat channels connected: discord (gateway)")
             assert fake.wait_for(lambda: fake.identifies, timeout=30)
             openai.reply("Привет, John!")
             fake.say("hi 你好", channel="700000000000000001", author=JOHN, guild=False)

@@ -273,6 +273,28 @@ async def test_join_introduces_lore_and_leave_keeps_the_groups_data(
     assert line.lore.memory.active(f"line:group:{FAMILY}", now=line.lore.clock.now()) == []
 
 
+async def test_lore_joining_a_group_logs_its_name_and_key_and_conversations_keep_names(
+    line: Line, model: ScriptedProvider, fake: FakeLine, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.groups[FAMILY] = "王家 family"
+    with caplog.at_level(logging.INFO, logger="lore.channels.names"):
+        await line.post(line.hooks.event("join", groupId=FAMILY))
+        await line.sent(1)
+        await line.channel.drain()
+    assert f"line: Lore joined '王家 family' as line:group:{FAMILY}" in caplog.text
+    model.default = _echo
+    await line.say("hi", user=JOHN)
+    await line.say("@Lore привет", user=MOM, group=FAMILY, mention_bot=True)
+    await line.sent(3)
+    await line.channel.drain()
+    names = line.lore.chat_ledger.conversation_names()
+    assert names[f"line:group:{FAMILY}"].name == "王家 family"
+    assert names[f"line:user:{JOHN}"].name == "John"
+    # The summary is asked when Lore joins, then at most once a day: not per message.
+    summaries = [c for c in fake.calls if c.endswith(f"/group/{FAMILY}/summary")]
+    assert len(summaries) == 1
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [

@@ -49,6 +49,20 @@ def test_sessions_list_shows_closed_sessions(
     assert theirs.session_id in out and mine.session_id not in out
 
 
+def test_sessions_list_shows_a_conversations_name_beside_its_key(
+    lore: Runtime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _archive(lore, "line:group:C1")
+    _archive(lore)
+    lore.chat_ledger.name_conversation("line:group:C1", "王家 family", now=lore.clock.now())
+    assert main(["sessions", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "line:group:C1 · 王家 family" in lines and "cli:default" in lines
+    assert main(["sessions", "list", "--json"]) == 0
+    named = {row["key"]: row["name"] for row in json.loads(capsys.readouterr().out)}
+    assert named == {"line:group:C1": "王家 family", "cli:default": None}
+
+
 def test_sessions_list_json(lore: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     entry = _archive(lore)
     assert main(["sessions", "list", "--json"]) == 0

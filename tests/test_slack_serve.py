@@ -71,7 +71,8 @@ def test_lore_serve_connects_slack_both_ways_and_answers(
     serve = ServeProcess(env, port=port)
     try:
         serve.start().wait_for(READY)
-        serve.wait_for("lore serve: Slack connected (Socket Mode and Events API at /slack/events)")
+        both = "Socket Mode and Events API at /slack/events"
+        serve.wait_for(f"lore serve: chat channels connected: slack ({both})")
         slack.wait(lambda: slack.connections > 0)
         openai.reply("Доброе утро, John!")
         openai.reply("早安!")

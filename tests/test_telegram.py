@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -19,7 +20,7 @@ from lore.llm.scripted import ScriptedProvider, Step
 from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.runtime import Runtime, build
-from tests.telegram_server import BOT_USERNAME, FakeTelegram
+from tests.telegram_server import BOT_ID, BOT_USERNAME, FakeTelegram
 
 OWNER = {"id": 111, "is_bot": False, "first_name": "John"}
 MOM = {"id": 222, "is_bot": False, "first_name": "Mom"}
@@ -103,6 +104,29 @@ async def test_in_a_group_lore_answers_when_addressed_and_otherwise_only_listens
     await _sent(fake, 2)
     authors = [m.get("author") for m in lore.session("telegram:-1001").messages]
     assert authors == ["Mom", "John", None, "Mom", None]
+
+
+async def test_a_group_is_named_by_its_title_renamed_with_it_and_its_join_logged(
+    telegram: tuple[Runtime, TelegramChannel],
+    fake: FakeTelegram,
+    model: ScriptedProvider,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lore, _ = telegram
+    model.default = _echo
+    bot = {"id": BOT_ID, "is_bot": True, "first_name": "Lore", "username": BOT_USERNAME}
+    with caplog.at_level(logging.INFO, logger="lore.channels.names"):
+        fake.service(chat=FAMILY, sender=OWNER, new_chat_members=[bot])
+        fake.say(f"@{BOT_USERNAME} hi", chat=FAMILY, sender=OWNER)
+        await _sent(fake, 1)
+    assert "telegram: Lore joined 'Family' as telegram:-1001" in caplog.text
+    renamed = {**FAMILY, "title": "Семья 家"}
+    fake.service(chat=renamed, sender=MOM, new_chat_title="Семья 家")
+    fake.say("hi", chat=OWNER_CHAT, sender=OWNER)
+    await _sent(fake, 2)
+    names = lore.chat_ledger.conversation_names()
+    assert names["telegram:-1001"].name == "Семья 家"
+    assert names["telegram:111"].name == "John"
 
 
 async def test_a_burst_in_one_group_is_answered_in_order(

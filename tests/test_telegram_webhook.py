@@ -53,7 +53,7 @@ async def webhook_gateway(
     )
     lore = build(replace(config, telegram=settings), provider=model, clock=clock)
     channel = TelegramChannel(lore, settings)
-    server = _http_server(lore, listener, channel)
+    server = _http_server(lore, listener, [channel])
     web = asyncio.create_task(server.serve(sockets=[listener]))
     running = asyncio.create_task(channel.run_forever())
     try:
@@ -142,7 +142,7 @@ async def test_a_webhook_post_before_the_channel_has_started_gets_503_for_telegr
         token="123:TEST", base_url=fake.base_url, webhook_url=url, webhook_secret=SECRET
     )
     lore = build(replace(config, telegram=settings), provider=model, clock=clock)
-    server = _http_server(lore, listener, TelegramChannel(lore, settings))  # never started
+    server = _http_server(lore, listener, [TelegramChannel(lore, settings)])  # never started
     web = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         for _ in range(1000):

@@ -37,6 +37,7 @@ __all__ = [
     "SlackConfig",
     "TelegramConfig",
     "LineConfig",
+    "WhatsAppConfig",
     "LogConfig",
     "SessionMemoryConfig",
     "ToolsConfig",
@@ -57,7 +58,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord", "slack")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord", "slack", "whatsapp")
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,9 @@ class ChannelsConfig:
     # Where that conversation's reminders go: a channel ("telegram", "cli", ...), or
     # empty for the channel the owner last wrote on.
     reminder_channel: str = ""
+    # `[channels.<name>]` tables: the settings of channels from other packages
+    # (`lore.channels.plugin`), kept as written for the plugin to read.
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"rest": True})
 
 
 @dataclass(frozen=True)
@@ -303,6 +307,28 @@ class SlackConfig:
     @property
     def enabled(self) -> bool:
         return bool(self.bot_token and (self.app_token or self.signing_secret))
+
+
+@dataclass(frozen=True)
+class WhatsAppConfig:
+    # From the Meta app's WhatsApp > API Setup page; access token and phone number id
+    # both set: WhatsApp is on (and then the app secret and verify token must be set).
+    access_token: str = ""  # a system user's permanent token (env: WHATSAPP_ACCESS_TOKEN)
+    phone_number_id: str = ""  # the business number's id (not the number itself)
+    app_secret: str = ""  # signs every webhook call (env: WHATSAPP_APP_SECRET)
+    verify_token: str = ""  # any string, given to Meta too (env: WHATSAPP_VERIFY_TOKEN)
+    api_base_url: str = "https://graph.facebook.com/v21.0"  # the Graph API, with version
+    owner_ids: tuple[str, ...] = ()  # the owner's WhatsApp ids (the number, digits only)
+    allow: tuple[str, ...] = ()  # numbers besides the owner's that may talk (as guests)
+
+    def __post_init__(self) -> None:  # a number as people write it: Graph's wa_id
+        for name in ("owner_ids", "allow"):
+            numbers = tuple("".join(c for c in n if c.isdigit()) for n in getattr(self, name))
+            object.__setattr__(self, name, tuple(n for n in numbers if n))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.access_token and self.phone_number_id)
 
 
 def _parts(scope: str) -> Scope | None:
@@ -346,6 +372,7 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    whatsapp: WhatsAppConfig = field(default_factory=WhatsAppConfig)
     discord: DiscordConfig = field(default_factory=DiscordConfig)
     slack: SlackConfig = field(default_factory=SlackConfig)
     log: LogConfig = field(default_factory=LogConfig)
@@ -366,6 +393,7 @@ class Config:
         owner_ids = {
             "line": self.line.owner_ids,
             "telegram": self.telegram.owner_ids,
+            "whatsapp": self.whatsapp.owner_ids,
             "discord": self.discord.owner_ids,
             "slack": self.slack.owner_ids,
         }
@@ -432,6 +460,12 @@ class Config:
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
+        for key in ("access_token", "app_secret", "verify_token"):
+            data["whatsapp"][key] = _redact(data["whatsapp"][key])
+        for table in data["channels"]["plugins"].values():  # a plugin's, by the key's name
+            for key, value in table.items():
+                if isinstance(value, str) and _SECRET_KEY.search(key):
+                    table[key] = _redact(value)
         data["discord"]["token"] = _redact(data["discord"]["token"])
         for key in ("bot_token", "app_token", "signing_secret"):
             data["slack"][key] = _redact(data["slack"][key])
@@ -491,6 +525,9 @@ _ENV = {
     "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
     "LINE_CHANNEL_SECRET": "line.channel_secret",
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
+    "WHATSAPP_ACCESS_TOKEN": "whatsapp.access_token",
+    "WHATSAPP_APP_SECRET": "whatsapp.app_secret",
+    "WHATSAPP_VERIFY_TOKEN": "whatsapp.verify_token",
     "DISCORD_BOT_TOKEN": "discord.token",
     "SLACK_BOT_TOKEN": "slack.bot_token",
     "SLACK_APP_TOKEN": "slack.app_token",
@@ -643,7 +680,7 @@ def check(config: Config) -> None:
                 f"setting 'api.trusted_proxies' holds {proxy!r}, which is not an IP address "
                 'or network (e.g. "127.0.0.1", "10.0.0.0/8")'
             )
-    if config.channels.reminder_channel not in REMINDER_CHANNELS:
+    if config.channels.reminder_channel not in (*REMINDER_CHANNELS, *config.channels.plugins):
         raise ConfigError(
             f"setting 'channels.reminder_channel' is {config.channels.reminder_channel!r}; "
             "use one of: " + ", ".join(c for c in REMINDER_CHANNELS if c) + " (or empty for "
@@ -662,6 +699,17 @@ def check(config: Config) -> None:
         raise ConfigError(
             "Slack needs 'slack.app_token' (Socket Mode) or 'slack.signing_secret' (the "
             "Events API at /slack/events) besides the bot token"
+        )
+    whatsapp = config.whatsapp
+    if bool(whatsapp.access_token) != bool(whatsapp.phone_number_id):
+        missing = "whatsapp.phone_number_id" if whatsapp.access_token else "whatsapp.access_token"
+        raise ConfigError(
+            f"WhatsApp needs the access token and the phone number id: set {missing!r}"
+        )
+    if whatsapp.enabled and not (whatsapp.app_secret and whatsapp.verify_token):
+        missing = "whatsapp.verify_token" if whatsapp.app_secret else "whatsapp.app_secret"
+        raise ConfigError(
+            f"WhatsApp's webhook needs the app secret and a verify token: set {missing!r}"
         )
     _check_mcp(config.mcp)
     _check_web(config.web)
@@ -770,11 +818,19 @@ def _build(cls: Any, data: Mapping[str, Any], prefix: str) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(f"setting {prefix.rstrip('.')!r} must be a table")
     known = {f.name: f for f in fields(cls)}
+    rest = next((f.name for f in fields(cls) if f.metadata.get("rest")), None)
     unknown = sorted(set(data) - set(known))
+    kwargs: dict[str, Any] = {}
+    if rest is not None:  # tables of their own (a plugin's settings) are kept as written
+        kwargs[rest] = {
+            name: dict(data[name]) for name in unknown if isinstance(data[name], Mapping)
+        }
+        unknown = [name for name in unknown if name not in kwargs[rest]]
     if unknown:
         raise ConfigError(f"unknown setting {prefix}{unknown[0]!r} in config.toml")
-    kwargs: dict[str, Any] = {}
     for name, value in data.items():
+        if name not in known:
+            continue
         f = known[name]
         default = _default_of(f)
         if is_dataclass(default):
@@ -838,6 +894,9 @@ def redact_url(url: str) -> str:
     if not (sep and at and colon and password):
         return url
     return f"{scheme}://{user}:***@{host}"
+
+
+_SECRET_KEY = re.compile(r"token|secret|password|key", re.IGNORECASE)
 
 
 def _redact(secret: str) -> str:

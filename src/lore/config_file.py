@@ -67,7 +67,9 @@ DESCRIPTIONS: dict[str, str] = {
     "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
     " every channel and the terminal's default",
     "channels.reminder_channel": "where that conversation's reminders go (telegram, line,"
-    " discord, slack, cli); empty: the channel you last wrote on",
+    " discord, slack, whatsapp, cli); empty: the channel you last wrote on",
+    "channels.plugins": "channels from other packages keep their settings in tables of"
+    " their own: [channels.NAME]",
     "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
     " with the token set, `lore serve` answers LINE at /line/webhook",
     "line.access_token": "its long-lived channel access token (env: LINE_CHANNEL_ACCESS_TOKEN)",
@@ -76,6 +78,16 @@ DESCRIPTIONS: dict[str, str] = {
     "line.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
     "line.names": 'names that address Lore in a group, e.g. ["Lore", "小助手"]; empty: the'
     " bot's display name",
+    "whatsapp.access_token": "the WhatsApp Cloud API token (env: WHATSAPP_ACCESS_TOKEN);"
+    " with the phone number id set, `lore serve` answers WhatsApp at /whatsapp/webhook",
+    "whatsapp.phone_number_id": "the business number's Phone number ID (API Setup page)",
+    "whatsapp.app_secret": "the Meta app's secret, which signs each webhook call"
+    " (env: WHATSAPP_APP_SECRET)",
+    "whatsapp.verify_token": "the verify token given to Meta for the webhook"
+    " (env: WHATSAPP_VERIFY_TOKEN)",
+    "whatsapp.api_base_url": "the Graph API's address, with its version",
+    "whatsapp.owner_ids": "the owner's WhatsApp numbers",
+    "whatsapp.allow": "numbers besides the owner's that may talk (as guests)",
     "discord.token": "the bot's token from the Discord Developer Portal (env: DISCORD_BOT_TOKEN);"
     " empty: off",
     "discord.api_base_url": "Discord's REST API; the gateway's address is asked of it",

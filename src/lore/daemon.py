@@ -1,5 +1,6 @@
 """`lore serve`'s process as one object: the reminder scheduler, idle close, Dream, search
-embedding, the chat channels (Telegram, LINE, Discord, Slack) and the gateway, started together and
+embedding, the chat channels (every one whose token is set: `lore.channels.plugin`)
+and the gateway, started together and
 stopped in order: the gateway first (replies in flight finish, waiting approvals are
 refused), then the background work and the channels, the runtime last.
 
@@ -21,12 +22,13 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lore.backends.local.scheduled_backups import backup_forever
 from lore.channels.owner import owner_reminders, terminal_delivers
+from lore.channels.plugin import Channel, open_channels
 from lore.config import OWNER_SCOPE
 from lore.config_reload import reload_settings
 from lore.errors import LoreError
@@ -42,13 +44,10 @@ from lore.sessions.closing import close_idle_sessions, idle_close_forever
 if TYPE_CHECKING:
     import uvicorn
 
-    from lore.channels.line import LineChannel
-    from lore.channels.slack import SlackChannel
-    from lore.channels.telegram import TelegramChannel
     from lore.config import Config
     from lore.runtime import Runtime
 
-__all__ = ["Daemon"]
+__all__ = ["Daemon", "connected_line", "http_server"]
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +68,8 @@ class Daemon:
         self.lore = lore
         self.listener = listener
         self.settings = settings
-        self.line: LineChannel | None = _line_channel(lore)
-        self.telegram: TelegramChannel | None = None
-        self.slack: SlackChannel | None = _slack(lore)
+        # Every chat channel whose token is set (`lore.channels.plugin`), not started yet.
+        self.channels: list[Channel] = open_channels(lore)
         self.scheduler = Scheduler(
             lore.reminders,
             lore.clock,
@@ -89,16 +87,11 @@ class Daemon:
         self._gateway: asyncio.Task[None] | None = None
 
     async def run_once(self) -> None:
-        """Deliver what is due now (LINE chats by push), close idle sessions, close."""
+        """Deliver what is due now (chat channels by push), close idle sessions, close."""
         try:
             self._catch_sigterm()
-            if self.line is not None:
-                self._route(
-                    "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
-                )
-            if self.slack is not None:
-                slack = self.slack
-                self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
+            for channel in self.channels:
+                self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
             self._route_owner()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
@@ -126,60 +119,20 @@ class Daemon:
         from lore.import_extraction import extraction_forever
 
         self._spawn(extraction_forever(lore), "import-extraction")  # imports agreed to
-        self.telegram = _telegram(lore)
         if self.listener is not None:
             self._start_gateway(self.listener)
+        for channel in self.channels:
+            self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
+            # Updates a stopped `lore serve` took but never answered are answered now.
+            self._spawn(channel.run_forever(), channel.name)
+        if self.channels:
+            print(connected_line(self.channels), file=sys.stderr)
         print(
             "lore serve: reminders, idle-session close, Dream and search embedding running; "
             "Ctrl+C stops",
             file=sys.stderr,
         )
-        if self.telegram is not None:
-            telegram = self.telegram
-            self._route(
-                "telegram", telegram.deliver, reaches_owner=bool(telegram.settings.owner_ids)
-            )
-            self._spawn(telegram.run_forever(), "telegram")
-            how = telegram.settings.webhook_url or "long polling"
-            print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
-        self._start_discord()
-        if self.line is not None:
-            self._route("line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids))
-            # Events a stopped `lore serve` took but never answered are answered now.
-            self._spawn(self.line.run_forever(), "line")
-            HEALTH.channel("line", "webhook at /line/webhook")
-            print(
-                "lore serve: LINE webhook at /line/webhook (LINE must reach it over "
-                "HTTPS: https://<your host>/line/webhook)",
-                file=sys.stderr,
-            )
-        self._start_slack()
         self._route_owner()
-
-    def _start_discord(self) -> None:
-        """The Discord bot, when its token is set: its own gateway connection, reminders
-        of its conversations out through it."""
-        if not self.lore.config.discord.token:
-            return
-        from lore.channels.discord import DiscordChannel
-
-        discord = DiscordChannel(self.lore, self.lore.config.discord)
-        discord.check_installed()
-        owner = bool(discord.settings.owner_ids)
-        self._route("discord", discord.deliver, reaches_owner=owner)
-        self._spawn(discord.run_forever(), "discord")
-        print("lore serve: Discord connecting (gateway)", file=sys.stderr)
-
-    def _start_slack(self) -> None:
-        """Slack, when its tokens are set: the Socket Mode connection (the Events API's
-        route is on the gateway, `http_server`), reminders of its conversations out
-        through it."""
-        slack = self.slack
-        if slack is None:
-            return
-        self._route("slack", slack.deliver, reaches_owner=bool(slack.settings.owner_ids))
-        self._spawn(slack.run_forever(), "slack")
-        print(f"lore serve: Slack connected ({slack.how})", file=sys.stderr)
 
     def stop(self) -> None:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from
@@ -216,10 +169,11 @@ class Daemon:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._routes.close()
         finally:
-            if self.line is not None:
-                await self.line.aclose()
-            if self.slack is not None:
-                await self.slack.aclose()
+            for channel in self.channels:
+                try:
+                    await channel.aclose()
+                except Exception:  # one channel's failure to close never keeps the rest open
+                    log.exception("%s: closing failed", channel.name)
             await self.lore.aclose()
 
     # -- the reminder's route ------------------------------------------------------------
@@ -280,70 +234,30 @@ class Daemon:
             pass
 
     def _start_gateway(self, listener: socket.socket) -> None:
-        self._server = http_server(self.lore, listener, self.telegram, self.line, self.slack)
+        self._server = http_server(self.lore, listener, self.channels)
         self._gateway = asyncio.create_task(self._server.serve(sockets=[listener]), name="gateway")
         # The gateway stopping (Ctrl+C, SIGTERM, which it catches) stops the rest.
         self._gateway.add_done_callback(lambda _: self.stop())
 
 
-def _telegram(lore: Runtime) -> TelegramChannel | None:
-    """The Telegram channel, when a bot token is configured."""
-    if not lore.config.telegram.token:
-        return None
-    from lore.channels.telegram import TelegramChannel
-
-    telegram = TelegramChannel(lore, lore.config.telegram)
-    telegram.check_installed()
-    return telegram
-
-
-def _line_channel(lore: Runtime) -> LineChannel | None:
-    """The LINE channel when its secret and token are set."""
-    if not lore.config.line.enabled:
-        return None
-    from lore.channels.line import LineChannel
-
-    line = LineChannel(lore, lore.config.line)
-    line.check_installed()
-    return line
-
-
-def _slack(lore: Runtime) -> SlackChannel | None:
-    """The Slack channel when its bot token and an app token or signing secret are set."""
-    if not lore.config.slack.enabled:
-        return None
-    from lore.channels.slack import SlackChannel
-
-    slack = SlackChannel(lore, lore.config.slack)
-    slack.check_installed()
-    return slack
+def connected_line(channels: Sequence[Channel]) -> str:
+    """The one start-up line that says which chat channels are connected, and how."""
+    shown = ", ".join(f"{channel.name} ({channel.describe()})" for channel in channels)
+    return f"lore serve: chat channels connected: {shown}"
 
 
 def http_server(
-    lore: Runtime,
-    listener: socket.socket,
-    telegram: TelegramChannel | None = None,
-    line: LineChannel | None = None,
-    slack: SlackChannel | None = None,
+    lore: Runtime, listener: socket.socket, channels: Sequence[Channel] = ()
 ) -> uvicorn.Server:
-    """The gateway's uvicorn server for `listener` (with the LINE webhook, Telegram's
-    when Telegram is set up that way, and Slack's Events API when it has a signing
-    secret), not started yet."""
+    """The gateway's uvicorn server for `listener`, with the webhook routes of the chat
+    `channels` (LINE's, WhatsApp's, Telegram's when it is set up that way), not started."""
     from lore.channels.http import create_app
     from lore.channels.http.auth import Clients, ensure_token
     from lore.channels.http.server import GatewayServer, server_config
 
     token = ensure_token(lore.config)
     host, port = lore.config.api.host, listener.getsockname()[1]
-    app = create_app(lore, clients=Clients(token, lore.config), host=host, line=line)
-    if telegram is not None and telegram.settings.webhook_url:
-        from lore.channels.telegram_webhook import mount_telegram_webhook
-
-        mount_telegram_webhook(app, telegram)
-    if slack is not None and slack.settings.signing_secret:
-        from lore.channels.http.slack_webhook import mount_slack_events
-
-        mount_slack_events(app, slack)
+    app = create_app(lore, clients=Clients(token, lore.config), host=host, channels=channels)
     config = server_config(app, lore.config.api)
     shown = f"[{host}]" if ":" in host else host
     print(

@@ -32,6 +32,11 @@ DECLARED: Mapping[str, tuple[Kind, str]] = {
         "counter",
         "Errors talking to a chat platform, by channel and what failed (receive, send, turn).",
     ),
+    "lore_channel_statuses": (
+        "counter",
+        "Delivery statuses a chat platform reported for Lore's messages (sent, delivered, "
+        "read, failed), by channel.",
+    ),
     "lore_searches": ("counter", "Searches, by mode (hybrid, text, vector)."),
     "lore_search_seconds": ("histogram", "Wall time of a search, by mode."),
 }

@@ -208,3 +208,31 @@ def test_every_time_the_ledger_is_given_must_be_aware(ledger: ChatLedger) -> Non
         with pytest.raises(ValueError, match="chat ledger times must be aware"):
             call()
     assert _receive(ledger, "u1") and not ledger.was_sent("line", "m1")
+
+
+def test_a_conversation_name_is_kept_across_a_restart_and_changes_with_a_rename(
+    reopen: Opener,
+) -> None:
+    first = reopen()
+    assert first.name_conversation("line:group:C1", "  王家\n family ", now=NOW)
+    assert not first.name_conversation("line:group:C1", "王家 family", now=NOW + timedelta(1))
+    assert first.name_conversation("telegram:-100", "Семья", now=NOW)
+    again = reopen()
+    names = again.conversation_names()
+    assert {scope: n.name for scope, n in names.items()} == {
+        "line:group:C1": "王家 family",
+        "telegram:-100": "Семья",
+    }
+    assert names["line:group:C1"].named_at == NOW
+    # A rename replaces it, and says when; a blank name changes nothing.
+    assert again.name_conversation("line:group:C1", "王家 🏠", now=NOW + timedelta(hours=2))
+    assert not again.name_conversation("line:group:C1", " \n ", now=NOW + timedelta(hours=3))
+    renamed = reopen().conversation_names()["line:group:C1"]
+    assert (renamed.name, renamed.named_at) == ("王家 🏠", NOW + timedelta(hours=2))
+
+
+def test_conversation_names_outlive_the_pruning_of_updates(ledger: ChatLedger) -> None:
+    assert ledger.name_conversation("whatsapp:15551234567", "Amy " + "x" * 300, now=NOW)
+    ledger.prune(before=NOW + RETENTION * 10)
+    kept = ledger.conversation_names()["whatsapp:15551234567"].name
+    assert kept.startswith("Amy x") and len(kept) == 200

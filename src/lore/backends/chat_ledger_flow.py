@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from lore.backends.stored_time import aware
-from lore.ports.chat_ledger import Received, redact_payload
+from lore.ports.chat_ledger import MAX_NAME, ConversationName, Received, redact_payload
 
 __all__ = ["ChatLedgerFlow", "Claimed"]
 
@@ -100,6 +100,21 @@ class ChatLedgerFlow(ABC, Generic[Conn]):
         with self._writing() as conn:
             return self._prune(conn, before)
 
+    def name_conversation(self, scope: str, name: str, *, now: datetime) -> bool:
+        _aware(now)
+        name = " ".join(name.split())[:MAX_NAME].strip()
+        if not name:
+            return False
+        with self._reading() as conn:  # the common case, the name known: nothing to write
+            if self._name_of(conn, scope) == name:
+                return False
+        with self._writing() as conn:
+            return self._keep_name(conn, scope, name, now)
+
+    def conversation_names(self) -> dict[str, ConversationName]:
+        with self._reading() as conn:
+            return {named.scope: named for named in self._names(conn)}
+
     # -- the SQL each store gives -----------------------------------------------------------
 
     @abstractmethod
@@ -164,6 +179,19 @@ class ChatLedgerFlow(ABC, Generic[Conn]):
     @abstractmethod
     def _prune(self, conn: Conn, before: datetime) -> int:
         """Drop handled updates received and ids sent before `before`; how many."""
+
+    @abstractmethod
+    def _name_of(self, conn: Conn, scope: str) -> str | None:
+        """The name kept for `scope`, if any."""
+
+    @abstractmethod
+    def _keep_name(self, conn: Conn, scope: str, name: str, at: datetime) -> bool:
+        """Keep `name` for `scope`, named at `at`, unless it is the name kept; whether it
+        was written."""
+
+    @abstractmethod
+    def _names(self, conn: Conn) -> list[ConversationName]:
+        """Every name kept."""
 
 
 def _aware(moment: datetime) -> datetime:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from lore.channels.chat_approval import ChatApprovals
 from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.message_split import split_message
+from lore.channels.names import ConversationNames
 from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import ConfigError, InvalidInputError, quoted
@@ -42,14 +43,15 @@ from lore.text import one_line
 
 if TYPE_CHECKING:
     import discord
+    from fastapi import APIRouter
 
     from lore.channels.discord_api import Bot, Said
-    from lore.config import DiscordConfig
+    from lore.config import Config, DiscordConfig
     from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
-__all__ = ["MAX_MESSAGE", "SORRY", "STRANGER", "DiscordChannel", "scope_of"]
+__all__ = ["MAX_MESSAGE", "PLUGIN", "SORRY", "STRANGER", "DiscordChannel", "scope_of"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ def scope_of(said: Said) -> str:
 
 
 class DiscordChannel:
+    name = "discord"
+
     def __init__(self, lore: Runtime, settings: DiscordConfig) -> None:
         self.lore = lore
         self.settings = settings
@@ -76,6 +80,7 @@ class DiscordChannel:
         self.approvals: ChatApprovals[str] = ChatApprovals(self._ask, "discord")
         self.gateway_url = ""
         self.ready = asyncio.Event()  # set once the bot is on the gateway
+        self.names = ConversationNames(lore, "discord")
 
     def check_installed(self) -> None:
         """One clear line when discord.py is missing, before anything starts."""
@@ -213,10 +218,34 @@ class DiscordChannel:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    # -- as `lore serve` runs it (`lore.channels.plugin.Channel`) -------------------------
+
+    @property
+    def reaches_owner(self) -> bool:
+        return bool(self.settings.owner_ids)
+
+    def describe(self) -> str:
+        return "gateway"
+
+    def routes(self) -> APIRouter | None:
+        return None  # the bot keeps its own connection: no webhook
+
+    async def aclose(self) -> None:
+        await self.drain()
+        if self._bot is not None and not self._bot.is_closed():
+            await self._bot.close()
+
     # -- inbound --------------------------------------------------------------------------
 
     def sent_by_lore(self, message_id: str) -> bool:
         return self.inbox.was_sent(message_id)
+
+    def named(self, scope: str, name: str, *, joined: bool = False) -> None:
+        """Keep a conversation's name (`lore.channels.names`); logged when Lore joined."""
+        if joined:
+            self.names.joined(scope, name)
+        else:
+            self.names.note(scope, name)
 
     async def on_said(self, said: Said, message: discord.Message) -> None:
         """A message from the gateway: recorded in the ledger (one seen before is
@@ -435,6 +464,24 @@ class DiscordChannel:
             if message.get("author") == author and message.get("author_id"):
                 return str(message["author_id"])
         return ""
+
+
+class _DiscordPlugin:
+    """Discord as `lore serve` finds it: on when the bot token is set."""
+
+    name = "discord"
+    section = "discord"
+
+    def configured(self, config: Config) -> bool:
+        return bool(config.discord.token)
+
+    def open(self, lore: Runtime) -> DiscordChannel:
+        channel = DiscordChannel(lore, lore.config.discord)
+        channel.check_installed()
+        return channel
+
+
+PLUGIN = _DiscordPlugin()
 
 
 def _parts(scope: str) -> Scope:

@@ -102,6 +102,8 @@ class Events(Protocol):
 
     def sent_by_lore(self, message_id: str) -> bool: ...
 
+    def named(self, scope: str, name: str, *, joined: bool = False) -> None: ...
+
 
 def point_at(api_base_url: str) -> None:
     """Talk to the REST API at this address (discord.py keeps it on its `Route` class)."""
@@ -160,12 +162,17 @@ class Bot(discord.Client):
         """The owner finds a new server's conversations by its name in the log."""
         channels = ", ".join(f"#{c.name} discord:{c.id}" for c in guild.text_channels)
         log.info("discord: Lore joined the server %r; its channels: %s", guild.name, channels)
+        for channel in guild.text_channels:
+            self.events.named(
+                f"discord:{channel.id}", f"{guild.name} / #{channel.name}", joined=True
+            )
 
     async def on_message(self, message: discord.Message) -> None:
         if self.user is None or message.author.id == self.user.id or message.author.bot:
             return
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return
+        self.events.named(*_conversation_name(message))
         await self.events.on_said(said_of(message, self.user.id, self.events), message)
 
     async def command(self, interaction: discord.Interaction[Any], text: str) -> None:
@@ -214,6 +221,15 @@ def said_of(message: discord.Message, me: int, events: Events) -> Said:
         text=" ".join(text.split()) if mentioned else text.strip(),
         addressed=mentioned or replied,
     )
+
+
+def _conversation_name(message: discord.Message) -> tuple[str, str]:
+    """The conversation a message was written in, and its name: the other person's in a
+    DM, the server's and the channel's (or thread's) in a server."""
+    if message.guild is None:
+        return f"discord:dm:{message.author.id}", _name(message.author)
+    where = getattr(message.channel, "name", "") or str(message.channel.id)
+    return f"discord:{message.channel.id}", f"{message.guild.name} / #{where}"
 
 
 def _name(user: discord.User | discord.Member) -> str:

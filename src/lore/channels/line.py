@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lore.channels.chat_approval import ChatApprovals
 from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.line_api import (
+    MAX_BODY,
     MAX_MESSAGES,
     MAX_TEXT,
     LineApi,
@@ -46,22 +47,26 @@ from lore.channels.line_api import (
     text_message,
 )
 from lore.channels.message_split import split_message
+from lore.channels.names import ConversationNames
 from lore.channels.scopes import LINE_KINDS, LineKind
 from lore.config import OWNER_SCOPE
 from lore.core.commands import is_command
 from lore.errors import InvalidInputError, quoted
 from lore.events import Inbound, ReplyFailed, Trust
+from lore.health import HEALTH
 from lore.metrics import METRICS
 from lore.reminders.delivery import reminder_line
 from lore.scope import Scope
 
 if TYPE_CHECKING:
-    from lore.config import LineConfig
+    from fastapi import APIRouter
+
+    from lore.config import Config, LineConfig
     from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
-__all__ = ["GREETING", "INTRO", "SORRY", "STRANGER", "Chat", "LineChannel"]
+__all__ = ["GREETING", "INTRO", "PLUGIN", "SORRY", "STRANGER", "Chat", "LineChannel"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,6 @@ INTRO = (
 SORRY = "Sorry, I could not answer that just now."
 _REPLY_WINDOW = 50.0  # seconds a reply token is trusted (LINE's limit is about a minute)
 _NAME_TTL = 24 * 3600.0  # a display name is asked for again after a day
-MAX_BODY = 1_000_000  # bytes; LINE's calls are a few KB, anything this big is not LINE
 
 _MENTION = "\x00mention\x00"  # where LINE puts the mentioned person, in a reminder
 
@@ -113,6 +117,8 @@ class Chat:
 
 
 class LineChannel:
+    name = "line"
+
     def __init__(
         self,
         lore: Runtime,
@@ -134,6 +140,8 @@ class LineChannel:
         self.bot_id = ""
         self.bot_name = ""
         self.approvals: ChatApprovals[str] = ChatApprovals(self._push_text, "line")
+        self.names = ConversationNames(lore, "line")
+        self._group_asked: dict[str, float] = {}  # group id -> when its summary was asked
 
     def check_installed(self) -> None:
         """One clear line when the LINE client is missing, before anything starts."""
@@ -149,9 +157,22 @@ class LineChannel:
         await self.drain()
         await self.api.aclose()
 
+    @property
+    def reaches_owner(self) -> bool:
+        return bool(self.settings.owner_ids)
+
+    def describe(self) -> str:
+        return "webhook at /line/webhook"
+
+    def routes(self) -> APIRouter:
+        from lore.channels.http.line_webhook import line_router
+
+        return line_router(self)
+
     async def run_forever(self) -> None:
         """Until cancelled: keep the leases on events in hand, and handle the events a
         process that died (this one, before a restart) recorded but never handled."""
+        HEALTH.channel("line", "webhook at /line/webhook")
         await self.inbox.keep(self.resume)
 
     async def resume(self, received: Received) -> None:
@@ -301,6 +322,10 @@ class LineChannel:
         chat = turn.chat
         try:
             author = await self._name_of(chat, turn.user_id)
+            if chat.kind == "user":  # a 1:1 chat is called by the other person's name
+                self.names.note(chat.scope, author)
+            elif chat.kind == "group":
+                await self._name_group(chat)
             if before is not None:
                 await before
             await self._turn(turn, author)
@@ -402,6 +427,21 @@ class LineChannel:
         self._names[key] = (name, self._monotonic())
         return name
 
+    async def _name_group(self, chat: Chat) -> str:
+        """The group's name from its summary, asked once a day at most (LINE sends no
+        rename event), and kept as the conversation's name."""
+        asked = self._group_asked.get(chat.id)
+        if asked is not None and self._monotonic() - asked < _NAME_TTL:
+            return ""
+        self._group_asked[chat.id] = self._monotonic()
+        try:
+            name = await self.api.group_name(chat.id)
+        except LineApiError as exc:
+            log.warning("line: no summary for %s (%s)", chat.scope, exc)
+            return ""
+        self.names.note(chat.scope, name)
+        return name
+
     # -- follow and join ------------------------------------------------------------------
 
     async def _on_follow(self, event: Any, received: float) -> None:
@@ -410,11 +450,14 @@ class LineChannel:
             await self._reply_or_push(chat, event.reply_token, received, STRANGER)
             return
         name = await self._name_of(chat, chat.id)
+        self.names.note(chat.scope, name)
         text = GREETING.format(name=name, bot=self.bot_name or "Lore")
         await self._reply_or_push(chat, event.reply_token, received, text)
 
     async def _on_join(self, event: Any, received: float) -> None:
         chat = Chat.of_source(event.source)
+        name = await self._name_group(chat) if chat.kind == "group" else ""
+        self.names.joined(chat.scope, name)
         text = INTRO.format(bot=self.bot_name or "Lore")
         await self._reply_or_push(chat, event.reply_token, received, text)
 
@@ -489,6 +532,24 @@ class LineChannel:
             if message.get("author") == author and message.get("author_id"):
                 return str(message["author_id"])
         return ""
+
+
+class _LinePlugin:
+    """LINE as `lore serve` finds it: on when the channel secret and token are set."""
+
+    name = "line"
+    section = "line"
+
+    def configured(self, config: Config) -> bool:
+        return config.line.enabled
+
+    def open(self, lore: Runtime) -> LineChannel:
+        channel = LineChannel(lore, lore.config.line)
+        channel.check_installed()
+        return channel
+
+
+PLUGIN = _LinePlugin()
 
 
 def _says(text: str, name: str) -> bool:

@@ -20,12 +20,13 @@ from lore.errors import LoreError
 if TYPE_CHECKING:
     from lore.config import LineConfig
 
-__all__ = ["LineApi", "LineApiError", "mention_message", "text_message"]
+__all__ = ["MAX_BODY", "LineApi", "LineApiError", "mention_message", "text_message"]
 
 log = logging.getLogger(__name__)
 
 MAX_TEXT = 5000  # LINE's limit for one text message
 MAX_MESSAGES = 5  # message objects in one reply or push
+MAX_BODY = 1_000_000  # bytes of a webhook call; LINE's are a few KB, this big is not LINE
 _TIMEOUT = 30  # seconds for one call
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -106,6 +107,15 @@ class LineApi:
 
         profile = await self._call("profile", ask)
         return str(profile.display_name)
+
+    async def group_name(self, group_id: str) -> str:
+        """The group's name, from its summary (a room has none)."""
+        summary = await self._call(
+            "group summary",
+            lambda api: api.get_group_summary(group_id, _request_timeout=_TIMEOUT),
+            attempts=1,
+        )
+        return str(summary.group_name or "")
 
     async def reply(self, reply_token: str, messages: list[Any]) -> list[str]:
         """Answer with a reply token (single use, valid about a minute); the sent ids."""

@@ -5,6 +5,7 @@ when the package loads, so every key is read the same way in every process:
     api:<user>                     the HTTP API and the web page
     telegram:<chat id>             a group's id is negative, a 1:1 chat's the person's id
     line:<user|group|room>:<id>    a 1:1 chat, a group, a multi-person room
+    whatsapp:<wa_id>               a 1:1 chat, the person's WhatsApp id (their number)
     discord:<channel id>           a server's text channel or thread (each thread its own)
     discord:dm:<user id>           a direct message with that person
     slack:<channel id>             a channel (C…, G…); a thread in it: slack:<channel>:<ts>
@@ -29,6 +30,10 @@ def _telegram_group(scope: Scope) -> bool:
 
 def _telegram_direct(scope: Scope) -> bool:
     return not scope.id.startswith("-")
+
+
+def _always(scope: Scope) -> bool:
+    return True
 
 
 def _line_group(scope: Scope) -> bool:
@@ -59,5 +64,6 @@ register(ChannelKeys("cli"))
 register(ChannelKeys("api"))
 register(ChannelKeys("telegram", group=_telegram_group, direct=_telegram_direct))
 register(ChannelKeys("line", kinds=LINE_KINDS, group=_line_group, direct=_line_direct))
+register(ChannelKeys("whatsapp", direct=_always))
 register(ChannelKeys("discord", kinds=("dm",), group=_discord_group, direct=_discord_direct))
 register(ChannelKeys("slack", group=_slack_group, direct=_slack_direct))

@@ -52,12 +52,14 @@ from lore.scope import Scope
 from lore.text import one_line
 
 if TYPE_CHECKING:
-    from lore.config import SlackConfig
+    from fastapi import APIRouter
+
+    from lore.config import Config, SlackConfig
     from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
-__all__ = ["MAX_TEXT", "SORRY", "STRANGER", "SlackChannel"]
+__all__ = ["MAX_TEXT", "PLUGIN", "SORRY", "STRANGER", "SlackChannel"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,8 @@ _MENTION = "\x00mention\x00"  # where the reminder's <@U…> goes
 
 
 class SlackChannel:
+    name = "slack"
+
     def __init__(
         self,
         lore: Runtime,
@@ -183,6 +187,23 @@ class SlackChannel:
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- as `lore serve` runs it (`lore.channels.plugin.Channel`) -------------------------
+
+    @property
+    def reaches_owner(self) -> bool:
+        return bool(self.settings.owner_ids)
+
+    def describe(self) -> str:
+        return self.how
+
+    def routes(self) -> APIRouter | None:
+        """The Events API at /slack/events, when a signing secret is set."""
+        if not self.settings.signing_secret:
+            return None
+        from lore.channels.http.slack_webhook import slack_router
+
+        return slack_router(self)
 
     async def _on_envelope(self, client: Any, request: Any) -> None:
         """A Socket Mode envelope: recorded, then acknowledged by its envelope_id; one
@@ -439,3 +460,22 @@ class _Turn:
     scope: str  # the conversation it belongs to (`owner` for the owner's DM, maybe)
     trust: Trust
     key: str  # its key in the ledger
+
+
+class _SlackPlugin:
+    """Slack as `lore serve` finds it: on when the bot token and an app token (Socket
+    Mode) or a signing secret (the Events API) are set."""
+
+    name = "slack"
+    section = "slack"
+
+    def configured(self, config: Config) -> bool:
+        return config.slack.enabled
+
+    def open(self, lore: Runtime) -> SlackChannel:
+        channel = SlackChannel(lore, lore.config.slack)
+        channel.check_installed()
+        return channel
+
+
+PLUGIN = _SlackPlugin()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.message_split import split_message as split_pieces
 from lore.channels.message_split import utf16_len as _units
+from lore.channels.names import ConversationNames
 from lore.channels.telegram_approval import TelegramApprovals
 from lore.config import OWNER_SCOPE
 from lore.errors import InvalidInputError, LoreError, quoted
@@ -39,14 +40,15 @@ from lore.scope import Scope
 from lore.text import one_line
 
 if TYPE_CHECKING:
+    from fastapi import APIRouter
     from telegram import Bot, Message, Update
 
-    from lore.config import TelegramConfig
+    from lore.config import Config, TelegramConfig
     from lore.ports.chat_ledger import Received
     from lore.reminders.delivery import Delivery
     from lore.runtime import Runtime
 
-__all__ = ["MAX_MESSAGE", "TelegramChannel", "split_message"]
+__all__ = ["MAX_MESSAGE", "PLUGIN", "TelegramChannel", "split_message"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ def split_message(text: str, limit: int = MAX_MESSAGE) -> list[str]:
 
 
 class TelegramChannel:
+    name = "telegram"
+
     def __init__(self, lore: Runtime, settings: TelegramConfig, *, bot: Bot | None = None):
         self.lore = lore
         self.settings = settings
@@ -73,6 +77,7 @@ class TelegramChannel:
         self.approvals = TelegramApprovals(self._send)
         self.inbox = ChatInbox(lore.chat_ledger, "telegram", lore.clock, holder=lore.lease_holder)
         self.ready = asyncio.Event()  # set once the bot knows itself and its webhook is set
+        self.names = ConversationNames(lore, "telegram")
 
     def check_installed(self) -> None:
         """One clear line when the Telegram client is missing, before anything starts."""
@@ -96,6 +101,25 @@ class TelegramChannel:
                 self.settings.token, base_url=f"{base}/bot", base_file_url=f"{base}/file/bot"
             )
         return self._bot
+
+    @property
+    def reaches_owner(self) -> bool:
+        return bool(self.settings.owner_ids)
+
+    def describe(self) -> str:
+        return "webhook at /telegram/webhook" if self.settings.webhook_url else "long polling"
+
+    def routes(self) -> APIRouter | None:
+        """The webhook route, when Telegram posts the updates instead of being polled."""
+        if not self.settings.webhook_url:
+            return None
+        from lore.channels.telegram_webhook import telegram_router
+
+        return telegram_router(self)
+
+    async def aclose(self) -> None:
+        self.stop()
+        await self.drain()
 
     # -- polling --------------------------------------------------------------------------
 
@@ -216,7 +240,7 @@ class TelegramChannel:
         """Hand one update to the bus: recorded now, answered in the scope's queue; the
         ledger's `key` is marked handled once the message is in its conversation."""
         message = update.message
-        if message is None or message.text is None or message.from_user is None:
+        if message is None or message.from_user is None:
             self.inbox.handled(key)
             return
         sender = message.from_user
@@ -225,6 +249,10 @@ class TelegramChannel:
             key_of_chat = str(Scope("telegram", "", str(chat.id)))
         except InvalidInputError as exc:  # Telegram's ids are numbers; this is not Telegram
             log.warning("telegram: update dropped: %s", exc)
+            self.inbox.handled(key)
+            return
+        self._name_chat(message, key_of_chat)
+        if message.text is None:
             self.inbox.handled(key)
             return
         # The owner's 1:1 chat may be part of the owner's one conversation across channels.
@@ -259,6 +287,21 @@ class TelegramChannel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await asyncio.sleep(0)  # the bus queues it now: the scope's order is arrival order
+
+    def _name_chat(self, message: Message, scope: str) -> None:
+        """Keep the chat's name: a group's title (new on a rename), the other person's
+        name in a 1:1 chat; and say so when the bot was added to a group."""
+        chat = message.chat
+        if chat.type == "private":
+            sender = message.from_user
+            if sender is not None:
+                self.names.note(scope, sender.full_name or sender.username or "")
+            return
+        title = message.new_chat_title or chat.title or ""
+        if any(member.id == self.me_id for member in message.new_chat_members or ()):
+            self.names.joined(scope, title)
+        else:
+            self.names.note(scope, title)
 
     def _trust(self, user_id: str, *, private: bool) -> Trust | None:
         if user_id in self.settings.owner_ids:
@@ -404,6 +447,24 @@ class TelegramChannel:
                         METRICS.count("lore_channel_errors", channel="telegram", what="send")
                         return
                     await asyncio.sleep(0.5 * 2**attempt)
+
+
+class _TelegramPlugin:
+    """Telegram as `lore serve` finds it: on when the bot token is set."""
+
+    name = "telegram"
+    section = "telegram"
+
+    def configured(self, config: Config) -> bool:
+        return bool(config.telegram.token)
+
+    def open(self, lore: Runtime) -> TelegramChannel:
+        channel = TelegramChannel(lore, lore.config.telegram)
+        channel.check_installed()
+        return channel
+
+
+PLUGIN = _TelegramPlugin()
 
 
 def _chat_id(scope: str) -> int:

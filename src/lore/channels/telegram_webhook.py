@@ -13,11 +13,12 @@ when the turn is done.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from lore.channels.http.auth import Forbidden, Unauthorized
@@ -25,16 +26,31 @@ from lore.channels.http.context import error_response
 from lore.errors import InvalidInputError, StoreError
 
 if TYPE_CHECKING:
-    from lore.channels.telegram import TelegramChannel
+    from telegram import Bot, Update
 
-__all__ = ["SECRET_HEADER", "WEBHOOK_PATH", "mount_telegram_webhook"]
+    from lore.config import TelegramConfig
+
+
+class TelegramUpdates(Protocol):
+    """What the route needs of the channel (`lore.channels.telegram.TelegramChannel`)."""
+
+    settings: TelegramConfig
+    ready: asyncio.Event
+
+    @property
+    def bot(self) -> Bot: ...
+
+    async def accept(self, update: Update) -> bool: ...
+
+
+__all__ = ["SECRET_HEADER", "WEBHOOK_PATH", "TelegramUpdates", "telegram_router"]
 
 WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
-def mount_telegram_webhook(app: FastAPI, channel: TelegramChannel) -> None:
-    """Add the webhook route for `channel` to the gateway `app`."""
+def telegram_router(channel: TelegramUpdates) -> APIRouter:
+    """The webhook route for `channel`."""
     from telegram import Update
 
     secret = channel.settings.webhook_secret.encode()
@@ -63,4 +79,4 @@ def mount_telegram_webhook(app: FastAPI, channel: TelegramChannel) -> None:
             return error_response(503, f"the update could not be recorded: {exc}")
         return JSONResponse({"ok": True})
 
-    app.include_router(router)
+    return router

@@ -109,10 +109,16 @@ def _list(args: argparse.Namespace) -> int:
     entries = entries[: args.limit]
     # Title and source: what an imported conversation's metadata records (none for others).
     origins = [session_source(lore.sessions.archive.metadata(e)) for e in entries]
+    names = _conversation_names(lore)
     if args.json:
         print_json(
             [
-                {**e.to_dict(), "title": title or None, "source": source or None}
+                {
+                    **e.to_dict(),
+                    "title": title or None,
+                    "source": source or None,
+                    "name": names.get(e.key),
+                }
                 for e, (title, source) in zip(entries, origins, strict=True)
             ]
         )
@@ -121,11 +127,22 @@ def _list(args: argparse.Namespace) -> int:
         print("No closed sessions yet.")
         return 0
     for entry, (title, source) in zip(entries, origins, strict=True):
-        print(f"{entry.key}")
+        name = names.get(entry.key)
+        print(f"{entry.key} · {name}" if name else entry.key)
         print(describe_session(entry, lore.zone))
         if source:
             print(f"  title: {title or '(untitled)'} · imported from {source}")
     return 0
+
+
+def _conversation_names(lore: Runtime) -> dict[str, str]:
+    """What the chat channels call each conversation (a group's title, a person's name)."""
+    from lore.errors import LoreError
+
+    try:
+        return {scope: named.name for scope, named in lore.chat_ledger.conversation_names().items()}
+    except LoreError:  # a courtesy: the list stands without them
+        return {}
 
 
 def _hint_unindexed(lore: Runtime) -> None:

@@ -9,6 +9,9 @@ the next `claim` hands the update to whoever asks, as the outbox does with deliv
 Once handled, its payload (the message's text) is dropped, and only the id is kept.
 
 And the ids of the messages Lore sent, so a reply quoting one is seen as said to Lore.
+And the human name of each conversation (a group's title, the other person's name),
+under its scope, kept as long as the conversation: `lore sessions list`, `GET /api/scopes`
+and the web page show it beside the key.
 
 `prune` forgets handled updates and sent ids older than a few days; an update never
 handled is kept until it is. Forget everywhere reaches an unhandled update's payload too:
@@ -27,12 +30,13 @@ from typing import Any, Protocol
 
 from lore.ports.outbox import map_strings
 
-__all__ = ["RETENTION", "ChatLedger", "Received", "redact_payload"]
+__all__ = ["MAX_NAME", "RETENTION", "ChatLedger", "ConversationName", "Received", "redact_payload"]
 
 # How long a handled update id and a sent message id are kept: LINE redelivers for a
 # day at most, Telegram keeps an unconfirmed update for a day, and a reply quoting Lore
 # a few days later still counts as said to Lore.
 RETENTION = timedelta(days=3)
+MAX_NAME = 200  # characters of a conversation's name kept (a Telegram title has 128)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,13 @@ class Received:
     key: str  # the channel's id for the update
     payload: dict[str, Any]  # the update as the channel sent it
     received_at: datetime
+
+
+@dataclass(frozen=True)
+class ConversationName:
+    scope: str  # the conversation key: "line:group:C…", "whatsapp:15551234567"
+    name: str  # one line, as the platform shows it
+    named_at: datetime  # when it was last learnt or changed
 
 
 class ChatLedger(Protocol):
@@ -87,7 +98,16 @@ class ChatLedger(Protocol):
         """Did Lore send the message with this id (within the retention)?"""
 
     def prune(self, *, before: datetime) -> int:
-        """Forget handled updates and sent ids recorded before `before`; how many rows."""
+        """Forget handled updates and sent ids recorded before `before`; how many rows
+        (names are kept)."""
+
+    def name_conversation(self, scope: str, name: str, *, now: datetime) -> bool:
+        """Keep `name` (spaces folded, at most MAX_NAME characters) as the conversation's
+        name; True when it is new or changed, False (nothing written) when it is the name
+        kept already or blank."""
+
+    def conversation_names(self) -> dict[str, ConversationName]:
+        """Every conversation's name, by scope."""
 
 
 def redact_payload(

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from lore.backends.chat_ledger_flow import ChatLedgerFlow, Claimed
+from lore.ports.chat_ledger import ConversationName
 
 __all__ = ["FakeChatLedger"]
 
@@ -33,6 +34,7 @@ class _Entry:
 class _Tables:
     received: dict[tuple[str, str], _Entry] = field(default_factory=dict)  # in order of age
     sent: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    names: dict[str, ConversationName] = field(default_factory=dict)
     last_id: int = 0  # never reused, as a database's row ids are not
 
 
@@ -131,3 +133,16 @@ class FakeChatLedger(ChatLedgerFlow[_Tables]):
         for key in sent:
             del conn.sent[key]
         return len(old) + len(sent)
+
+    def _name_of(self, conn: _Tables, scope: str) -> str | None:
+        named = conn.names.get(scope)
+        return None if named is None else named.name
+
+    def _keep_name(self, conn: _Tables, scope: str, name: str, at: datetime) -> bool:
+        if self._name_of(conn, scope) == name:
+            return False
+        conn.names[scope] = ConversationName(scope, name, at)
+        return True
+
+    def _names(self, conn: _Tables) -> list[ConversationName]:
+        return sorted(conn.names.values(), key=lambda named: named.scope)

@@ -13,6 +13,7 @@ from typing import Any
 
 from lore.backends.chat_ledger_flow import ChatLedgerFlow, Claimed
 from lore.backends.local.database import Database
+from lore.ports.chat_ledger import ConversationName
 
 __all__ = ["LocalChatLedger"]
 
@@ -131,6 +132,28 @@ class LocalChatLedger(ChatLedgerFlow[sqlite3.Connection]):
         ).rowcount
         sent = conn.execute("DELETE FROM chat_sent WHERE sent_at < ?", (moment,)).rowcount
         return received + sent
+
+    def _name_of(self, conn: sqlite3.Connection, scope: str) -> str | None:
+        row = conn.execute("SELECT name FROM chat_names WHERE scope = ?", (scope,)).fetchone()
+        return None if row is None else str(row["name"])
+
+    def _keep_name(self, conn: sqlite3.Connection, scope: str, name: str, at: datetime) -> bool:
+        cursor = conn.execute(
+            "INSERT INTO chat_names (scope, name, named_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (scope) DO UPDATE SET name = excluded.name,"
+            " named_at = excluded.named_at WHERE chat_names.name <> excluded.name",
+            (scope, name, at.timestamp()),
+        )
+        return cursor.rowcount == 1
+
+    def _names(self, conn: sqlite3.Connection) -> list[ConversationName]:
+        rows = conn.execute("SELECT scope, name, named_at FROM chat_names ORDER BY scope")
+        return [
+            ConversationName(
+                str(row["scope"]), str(row["name"]), datetime.fromtimestamp(row["named_at"], UTC)
+            )
+            for row in rows
+        ]
 
 
 def _json(payload: dict[str, Any]) -> str:

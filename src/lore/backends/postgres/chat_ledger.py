@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from lore.backends.chat_ledger_flow import ChatLedgerFlow, Claimed
 from lore.backends.postgres.database import Connection, PostgresDatabase
+from lore.ports.chat_ledger import ConversationName
 
 __all__ = ["PostgresChatLedger"]
 
@@ -120,3 +121,22 @@ class PostgresChatLedger(ChatLedgerFlow[Connection]):
         ).rowcount
         sent = conn.execute("DELETE FROM chat_sent WHERE sent_at < %s", (before,)).rowcount
         return received + sent
+
+    def _name_of(self, conn: Connection, scope: str) -> str | None:
+        row = conn.execute("SELECT name FROM chat_names WHERE scope = %s", (scope,)).fetchone()
+        return None if row is None else str(row["name"])
+
+    def _keep_name(self, conn: Connection, scope: str, name: str, at: datetime) -> bool:
+        cursor = conn.execute(
+            "INSERT INTO chat_names (scope, name, named_at) VALUES (%s, %s, %s)"
+            " ON CONFLICT (scope) DO UPDATE SET name = EXCLUDED.name,"
+            " named_at = EXCLUDED.named_at WHERE chat_names.name <> EXCLUDED.name",
+            (scope, name, at),
+        )
+        return cursor.rowcount == 1
+
+    def _names(self, conn: Connection) -> list[ConversationName]:
+        rows = conn.execute("SELECT scope, name, named_at FROM chat_names ORDER BY scope")
+        return [
+            ConversationName(str(row["scope"]), str(row["name"]), row["named_at"]) for row in rows
+        ]

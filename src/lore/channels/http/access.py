@@ -352,6 +352,31 @@ def known_scopes(lore: Runtime, client: Client) -> list[str]:
     return sorted(scope for scope in found if client.may(scope))
 
 
+def known_conversations(lore: Runtime, client: Client) -> list[dict[str, Any]]:
+    """The conversations this client may open (those with a session, and those a chat
+    channel named), each with its name and the time of its last message (None when
+    unknown)."""
+    from lore.channels.names import last_message_times
+    from lore.errors import LoreError
+
+    try:
+        names = lore.chat_ledger.conversation_names()
+    except LoreError:  # the names are a courtesy: the list stands without them
+        names = {}
+    scopes = sorted(
+        set(known_scopes(lore, client)) | {scope for scope in names if client.may(scope)}
+    )
+    times = last_message_times(lore, scopes)
+    return [
+        {
+            "scope": scope,
+            "name": names[scope].name if scope in names else None,
+            "last_message_at": times.get(scope),
+        }
+        for scope in scopes
+    ]
+
+
 def _audit(entry: AuditEntry) -> dict[str, Any]:
     return {
         "id": entry.id,

@@ -38,7 +38,9 @@ from lore.errors import (
 from lore.health import HEALTH
 
 if TYPE_CHECKING:
-    from lore.channels.line import LineChannel
+    from collections.abc import Sequence
+
+    from lore.channels.plugin import Channel
     from lore.runtime import Runtime
 
 __all__ = ["create_app", "status_of"]
@@ -54,10 +56,10 @@ def create_app(
     clients: Clients,
     host: str = "127.0.0.1",
     mcp: bool = True,
-    line: LineChannel | None = None,
+    channels: Sequence[Channel] = (),
 ) -> FastAPI:
     """The gateway for `lore`. `host` is where it listens (MCP guards loopback Host headers);
-    given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
+    it takes the webhook calls of the chat `channels` given (LINE's at /line/webhook...)."""
     from lore.channels.http import (
         docs,
         imports_api,
@@ -87,8 +89,8 @@ def create_app(
             # a tool still waiting for Approve / Deny is refused rather than waited for.
             state.approvals.refuse_all(STOPPING)
             await asyncio.gather(*state.running, return_exceptions=True)
-            if line is not None:
-                await line.drain()
+            for channel in channels:
+                await channel.drain()
             if "background" in lore.__dict__:
                 await lore.background.drain()
 
@@ -139,10 +141,10 @@ def create_app(
     app.include_router(docs.router)
     app.include_router(metrics_api.router)
     web.mount_static(app)
-    if line is not None:
-        from lore.channels.http.line_webhook import line_router
-
-        app.include_router(line_router(line))
+    for channel in channels:
+        routes = channel.routes()
+        if routes is not None:
+            app.include_router(routes)
     if mcp_server is not None:
         from lore.channels.mcp import mount_mcp
 

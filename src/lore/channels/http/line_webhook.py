@@ -9,17 +9,28 @@ and those a crash cut short by the next `lore serve`.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from lore.channels.http.context import error_response
-from lore.channels.line import MAX_BODY, LineChannel
+from lore.channels.line_api import MAX_BODY
 from lore.errors import InvalidInputError, StoreError
 
-__all__ = ["line_router"]
+
+class LineEvents(Protocol):
+    """What the route needs of the LINE channel (`lore.channels.line.LineChannel`)."""
+
+    def parse(self, body: bytes, signature: str) -> list[dict[str, Any]]: ...
+
+    async def handle(self, events: list[dict[str, Any]]) -> None: ...
 
 
-def line_router(channel: LineChannel) -> APIRouter:
+__all__ = ["LineEvents", "line_router"]
+
+
+def line_router(channel: LineEvents) -> APIRouter:
     router = APIRouter(tags=["line"])
 
     @router.post("/line/webhook", summary="LINE Messaging API webhook (signed by LINE)")

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
-from lore.channels.http.access import ScopeAccess, known_scopes
+from lore.channels.http.access import ScopeAccess, known_conversations, known_scopes
 from lore.channels.http.auth import Client
 from lore.channels.http.context import caller, gateway
 from lore.errors import InvalidInputError
@@ -77,10 +77,14 @@ class MemoryQuery(BaseModel):
 
 @router.get("/scopes", tags=["gateway"])
 async def scopes(request: Request, client: Annotated[Client, Depends(caller)]) -> dict[str, Any]:
-    """Conversations this token may open (with a live or closed session), and its default."""
+    """Conversations this token may open (with a live or closed session), and its default;
+    `conversations` gives each with its name (a group's title, the other person's name)
+    and the time of its last message."""
+    lore = gateway(request).lore
     return {
         "default": client.default_scope,
-        "scopes": known_scopes(gateway(request).lore, client),
+        "scopes": known_scopes(lore, client),
+        "conversations": known_conversations(lore, client),
         "all_scopes": client.is_owner,
     }
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from lore.channels.http.auth import Unauthorized
@@ -25,15 +25,28 @@ from lore.channels.slack_events import MAX_BODY, check_signature
 from lore.errors import InvalidInputError, StoreError
 
 if TYPE_CHECKING:
-    from lore.channels.slack import SlackChannel
+    import asyncio
 
-__all__ = ["EVENTS_PATH", "mount_slack_events"]
+    from lore.config import SlackConfig
+
+__all__ = ["EVENTS_PATH", "slack_router"]
 
 EVENTS_PATH = "/slack/events"
 
 
-def mount_slack_events(app: FastAPI, channel: SlackChannel) -> None:
-    """Add the Events API route for `channel` to the gateway `app`."""
+class EventsChannel(Protocol):
+    """What the route needs of the Slack channel (lore.channels.slack.SlackChannel)."""
+
+    settings: SlackConfig
+    ready: asyncio.Event
+
+    def press(self, payload: dict[str, Any]) -> None: ...
+
+    def accept(self, envelope: dict[str, Any]) -> bool: ...
+
+
+def slack_router(channel: EventsChannel) -> APIRouter:
+    """The Events API route for `channel`, for the gateway."""
     secret = channel.settings.signing_secret
     router = APIRouter(include_in_schema=False)
 
@@ -68,7 +81,7 @@ def mount_slack_events(app: FastAPI, channel: SlackChannel) -> None:
             return error_response(503, f"the event could not be recorded: {exc}")
         return Response(status_code=200)
 
-    app.include_router(router)
+    return router
 
 
 def _payload(body: bytes, content_type: str) -> dict[str, Any]:

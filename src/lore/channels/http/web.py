@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from lore.channels.http.access import ScopeAccess, known_scopes
+from lore.channels.http.access import ScopeAccess, known_conversations, known_scopes
 from lore.channels.http.auth import Client, Forbidden, Unauthorized, fingerprint
 from lore.channels.http.context import COOKIE, caller, gateway, page_login
 from lore.channels.http.origin import check_from_page, check_same_origin, is_https
@@ -93,10 +93,12 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
     except LoreError as exc:
         scopes = known_scopes(gateway(request).lore, viewer)
         return _render(request, "forbidden.html", 403, message=str(exc), scopes=scopes)
+    conversations = known_conversations(gateway(request).lore, viewer)
     return _render(
         request,
         "index.html",
-        scopes=known_scopes(gateway(request).lore, viewer),
+        conversations=conversations,
+        current=next((c for c in conversations if c["scope"] == access.scope), None),
         owner=viewer.is_owner,
         **_memories_context(access),
         reminders=access.reminders(),
