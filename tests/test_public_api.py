@@ -153,3 +153,26 @@ def test_the_readme_example_runs_and_prints_what_the_readme_shows(
     day = re.compile(r"\d{4}-\d{2}-\d{2}")
     assert day.sub("DAY", printed) == day.sub("DAY", shown)
     assert (tmp_path / "agent-home" / "lore.db").exists()
+
+
+ADAPTERS = {
+    "lore.adapters.openai_agents": ["LoreSession"],
+    "lore.adapters.langchain": ["LoreChatMessageHistory", "LoreRetriever"],
+    "lore.adapters.pydantic_ai": ["LoreMessageHistory"],
+}
+
+
+def test_the_adapters_names_are_pinned_and_outside_import_lore() -> None:
+    import importlib
+
+    for module, names in ADAPTERS.items():
+        assert sorted(importlib.import_module(module).__all__) == names, module
+    from lore.adapters.openai_agents import LoreSession
+
+    assert str(inspect.signature(LoreSession.__init__)) == (
+        "(self, memory: 'Memory | AsyncMemory', scope: 'str | None' = None, *,"
+        " session_settings: 'SessionSettings | None' = None) -> 'None'"
+    )
+    probe = "import sys, lore; lore.Memory; print(any('adapters' in m for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
