@@ -176,3 +176,24 @@ def test_the_adapters_names_are_pinned_and_outside_import_lore() -> None:
     probe = "import sys, lore; lore.Memory; print(any('adapters' in m for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "extra"),
+    [
+        ("openai_agents", "agents", "agents"),
+        ("langchain", "langchain_core", "langchain"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ],
+)
+def test_an_adapter_without_its_framework_says_how_to_install_it(
+    module: str, framework: str, extra: str
+) -> None:
+    probe = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        f"try:\n    import lore.adapters.{module}\n"
+        "except ImportError as exc:\n    print(exc)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith(f"lore.adapters.{module} needs ")
+    assert f"-m pip install 'lore-assistant[{extra}]'" in done.stdout

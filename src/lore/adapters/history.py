@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from lore.messages import Message, Role, ToolCallRecord
     from lore.ports.sessions import LiveSession
 
-__all__ = ["History", "block_text", "plain", "text_of"]
+__all__ = ["History", "block_text", "missing", "plain", "text_of"]
+
+
+def missing(adapter: str, framework: str, extra: str) -> str:
+    """The one line an adapter's import fails with when its framework is not installed."""
+    from lore.extras import install_hint
+
+    return f"lore.adapters.{adapter} needs {framework}: {install_hint(extra)}"
 
 
 def plain(item: object, framework: str) -> dict[str, Any]:

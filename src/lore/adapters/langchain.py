@@ -13,21 +13,24 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.documents import Document
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    message_to_dict,
-    messages_from_dict,
-)
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
-
-from lore.adapters.history import History, text_of
+from lore.adapters.history import History, missing, text_of
 from lore.embedded import AsyncMemory, Memory
 from lore.errors import InvalidInputError
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.documents import Document
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        HumanMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field
+except ImportError as exc:
+    raise ImportError(missing("langchain", "langchain-core", "langchain")) from exc
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import (

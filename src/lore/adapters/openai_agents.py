@@ -15,7 +15,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from lore.adapters.history import History, block_text, plain, text_of
+from lore.adapters.history import History, block_text, missing, plain, text_of
+
+try:
+    from agents.memory.session_settings import resolve_session_limit
+except ImportError as exc:
+    raise ImportError(missing("openai_agents", "the OpenAI Agents SDK", "agents")) from exc
 
 if TYPE_CHECKING:
     from agents import Agent, RunContextWrapper, TResponseInputItem
@@ -54,8 +59,6 @@ class LoreSession:
         self.session_settings = session_settings
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        from agents.memory.session_settings import resolve_session_limit
-
         wanted = resolve_session_limit(limit, self.session_settings)
         if wanted is not None and wanted < 0:
             wanted = None  # the SDK's own sessions read a negative limit as no limit

@@ -13,20 +13,23 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-
-from lore.adapters.history import History, text_of
+from lore.adapters.history import History, missing, text_of
 from lore.errors import InvalidInputError
+
+try:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as exc:
+    raise ImportError(missing("pydantic_ai", "pydantic-ai", "pydantic-ai")) from exc
 
 if TYPE_CHECKING:
     from lore.embedded import AsyncMemory, Memory
