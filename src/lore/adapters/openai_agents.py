@@ -1,7 +1,7 @@
 """The OpenAI Agents SDK's `Session` over a Lore conversation (`pip install
 'lore-assistant[agents]'`): an agent's history lives in Lore's transcript of the scope,
 so a second run (another process, another day) goes on from the first, `lore sessions`
-lists it, and Lore's memory block can be the agent's instructions.
+lists it once it is closed, and Lore's memory block can be the agent's instructions.
 
     async with AsyncMemory(home="agent-home") as memory:
         session = LoreSession(memory, "api:alice")
