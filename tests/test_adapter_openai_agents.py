@@ -167,3 +167,15 @@ async def test_bad_input_is_refused_and_stores_nothing(home: Path) -> None:
         with pytest.raises(InvalidInputError, match="cannot be stored as JSON"):
             await session.add_items([fine, broken])
         assert await session.get_items() == []
+
+
+def test_run_sync_over_the_blocking_memory(home: Path, server: FakeOpenAI) -> None:
+    server.reply("Noted.").reply("Kazan.")
+    for question in ("Я живу в Казани.", "Where do I live?"):
+        with lore.Memory(home=home, scope="api:ivan") as memory:
+            memory.remember("Ivan lives in Kazan", kind="profile")  # a duplicate: kept once
+            session = LoreSession(memory)
+            Runner.run_sync(_agent(server, session), question, session=session)
+    sent = server.requests[1]["messages"]
+    assert "#1 [profile] Ivan lives in Kazan" in sent[0]["content"]
+    assert [m["content"] for m in sent[1:]] == ["Я живу в Казани.", "Noted.", "Where do I live?"]
