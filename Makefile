@@ -103,6 +103,7 @@ bench: $(VENV)/.test
 	$(PY) bench/health_under_load.py
 	$(PY) bench/loop_lateness.py
 	$(PY) bench/line_webhook.py
+	$(PY) bench/discord_overhead.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/indexing.py; fi
 

@@ -33,6 +33,8 @@ def test_health_answers_without_a_token_with_each_parts_state(gateway: Gateway) 
     with gateway.client(token="") as http:
         answer = http.get("/health").json()
     assert answer["status"] == "ok" and answer["backend"] == "sqlite"
+    assert answer["database"]["state"] in {"ok", "not opened"}
+    assert answer["database"]["where"].endswith("lore.db")
     assert answer["channels"]["telegram"] == "connected (long polling)"
     assert answer["embedding_backlog"] == 12
     assert set(answer["reminders"]) == {"last_lateness_seconds", "last_delivered_at"}
@@ -76,3 +78,29 @@ def test_a_report_replaces_the_last_one() -> None:
     health.delivered(-3.0)  # early is on time
     assert health.to_dict()["channels"] == {"line": "retrying: 503"}
     assert health.to_dict()["reminders"]["last_lateness_seconds"] == 0.0
+
+
+def test_a_database_that_went_away_is_reported_with_since_and_why() -> None:
+    """The PostgreSQL backend's state is what its database last saw; SQLite's is its file
+    (`not opened` until a store is asked for)."""
+    from lore.backends.fake.backend import FakeBackend
+    from lore.ports.backend import DatabaseState
+
+    assert FakeBackend().state() == DatabaseState("ok", "memory")
+    state = DatabaseState("unreachable", "postgresql://lore:***@db/lore", 5.0, "refused")
+    assert state.to_dict() == {
+        "state": "unreachable",
+        "where": "postgresql://lore:***@db/lore",
+        "since": 5.0,
+        "reason": "refused",
+    }
+
+
+def test_sqlite_is_not_opened_until_a_store_is_asked_for(config: Config) -> None:
+    lore = build(config)
+    try:
+        assert lore.database_state().state == "not opened"
+        assert lore.memory.scopes() == []  # opens lore.db
+        assert lore.database_state().state == "ok"
+    finally:
+        lore.close()

@@ -84,6 +84,7 @@ def test_a_turn_with_a_tool_call_is_counted_with_its_latency(
     assert grew("lore_tool_calls_total", tool="(unknown)", outcome="error") == 1
     assert ("lore_embedding_backlog", ()) in after
     assert after[("lore_outbox_pending", ())] == 0
+    assert after[("lore_database_up", ())] == 1
 
 
 def test_a_search_over_rest_is_counted_with_its_latency(gateway: Gateway) -> None:

@@ -262,6 +262,18 @@ def _openai_server(replay: Replay) -> None:
     replay.monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
 
 
+def _agent_exports(replay: Replay) -> None:
+    """~/Downloads/mem0-memories.json and ~/.nanobot: another agent's memory, as those
+    agents write it (tests/fixtures/import/)."""
+    import shutil
+
+    fixtures = Path(__file__).parent / "fixtures" / "import"
+    downloads = replay.homes.fake_home / "Downloads"
+    downloads.mkdir(exist_ok=True)
+    shutil.copy(fixtures / "mem0-memories.json", downloads / "mem0-memories.json")
+    shutil.copytree(fixtures / "nanobot", replay.homes.fake_home / ".nanobot")
+
+
 # What a block's marker can ask to have done to its home before it is replayed.
 SETUPS: dict[str, Callable[[Replay], None]] = {
     "damaged-db": _damaged_database,
@@ -271,6 +283,7 @@ SETUPS: dict[str, Callable[[Replay], None]] = {
     "family-group": _family_group,
     "chatgpt-export": _chatgpt_export,
     "openai-server": _openai_server,
+    "agent-exports": _agent_exports,
 }
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "OWNER_SCOPE",
     "ModelSpec",
     "RemindersConfig",
+    "DiscordConfig",
     "TelegramConfig",
     "LineConfig",
     "LogConfig",
@@ -54,7 +55,7 @@ PROVIDERS = ("openai", "anthropic", "ollama", "local", "scripted")
 # the owner's.
 OWNER_SCOPE = "owner"
 _OWNER_DIRECT = ("cli:default",)
-REMINDER_CHANNELS = ("", "cli", "telegram", "line")
+REMINDER_CHANNELS = ("", "cli", "telegram", "line", "discord")
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,14 @@ class TelegramConfig:
 
 
 @dataclass(frozen=True)
+class DiscordConfig:
+    token: str = ""  # the bot's token (env: DISCORD_BOT_TOKEN); empty: Discord is off
+    api_base_url: str = "https://discord.com/api/v10"  # REST; it names the gateway
+    owner_ids: tuple[str, ...] = ()  # the owner's Discord user ids
+    allow: tuple[str, ...] = ()  # user ids besides the owner's that may talk in a DM (as guests)
+
+
+@dataclass(frozen=True)
 class ChannelsConfig:
     """One owner, many channels: with `unified_owner_session` the owner's 1:1 chats on
     every channel and the terminal's default conversation are one conversation, `owner`."""
@@ -299,6 +308,7 @@ class Config:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
+    discord: DiscordConfig = field(default_factory=DiscordConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Scopes besides cli:* that belong to the owner: they see the curated files and feed Dream.
     owner_scopes: tuple[str, ...] = ()
@@ -314,7 +324,11 @@ class Config:
 
     def _owners_own_chat(self, scope: Scope) -> bool:
         """The owner's 1:1 chat with the bot: its chat id is the owner's user id."""
-        owner_ids = {"line": self.line.owner_ids, "telegram": self.telegram.owner_ids}
+        owner_ids = {
+            "line": self.line.owner_ids,
+            "telegram": self.telegram.owner_ids,
+            "discord": self.discord.owner_ids,
+        }
         return scope.is_direct and scope.id in owner_ids.get(scope.channel, ())
 
     def conversation_scope(self, scope: str) -> str:
@@ -378,6 +392,7 @@ class Config:
         data["telegram"]["webhook_secret"] = _redact(data["telegram"]["webhook_secret"])
         for key in ("channel_secret", "access_token"):
             data["line"][key] = _redact(data["line"][key])
+        data["discord"]["token"] = _redact(data["discord"]["token"])
         for server in data["mcp"]["servers"].values():
             for table in ("env", "headers"):  # where a server's keys go
                 server[table] = {key: _redact(value) for key, value in server[table].items()}
@@ -433,6 +448,7 @@ _ENV = {
     "TELEGRAM_WEBHOOK_SECRET": "telegram.webhook_secret",
     "LINE_CHANNEL_SECRET": "line.channel_secret",
     "LINE_CHANNEL_ACCESS_TOKEN": "line.access_token",
+    "DISCORD_BOT_TOKEN": "discord.token",
     "LORE_DATABASE_URL": "database_url",
 }
 

@@ -66,8 +66,8 @@ DESCRIPTIONS: dict[str, str] = {
     " (env: TELEGRAM_WEBHOOK_SECRET)",
     "channels.unified_owner_session": "one conversation (scope `owner`) for your 1:1 chats on"
     " every channel and the terminal's default",
-    "channels.reminder_channel": "where that conversation's reminders go (telegram, line, cli);"
-    " empty: the channel you last wrote on",
+    "channels.reminder_channel": "where that conversation's reminders go (telegram, line,"
+    " discord, cli); empty: the channel you last wrote on",
     "line.channel_secret": "the Messaging API channel's secret (env: LINE_CHANNEL_SECRET);"
     " with the token set, `lore serve` answers LINE at /line/webhook",
     "line.access_token": "its long-lived channel access token (env: LINE_CHANNEL_ACCESS_TOKEN)",
@@ -76,6 +76,11 @@ DESCRIPTIONS: dict[str, str] = {
     "line.allow": "user ids besides the owner's that may talk 1:1 (as guests)",
     "line.names": 'names that address Lore in a group, e.g. ["Lore", "小助手"]; empty: the'
     " bot's display name",
+    "discord.token": "the bot's token from the Discord Developer Portal (env: DISCORD_BOT_TOKEN);"
+    " empty: off",
+    "discord.api_base_url": "Discord's REST API; the gateway's address is asked of it",
+    "discord.owner_ids": "the owner's Discord user ids",
+    "discord.allow": "user ids besides the owner's that may talk in a DM (as guests)",
     "api.host": "where `lore serve` listens for the API and the web page",
     "api.port": "its port",
     "api.token": "the owner's API token; empty: the api_token file in Lore's home",

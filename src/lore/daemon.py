@@ -1,5 +1,5 @@
 """`lore serve`'s process as one object: the reminder scheduler, idle close, Dream, search
-embedding, the chat channels (Telegram, LINE) and the gateway, started together and
+embedding, the chat channels (Telegram, LINE, Discord) and the gateway, started together and
 stopped in order: the gateway first (replies in flight finish, waiting approvals are
 refused), then the background work and the channels, the runtime last.
 
@@ -134,6 +134,7 @@ class Daemon:
             self._spawn(telegram.run_forever(), "telegram")
             how = telegram.settings.webhook_url or "long polling"
             print(f"lore serve: Telegram connected ({how})", file=sys.stderr)
+        self._start_discord()
         if self.line is not None:
             self._route("line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids))
             # Events a stopped `lore serve` took but never answered are answered now.
@@ -145,6 +146,20 @@ class Daemon:
                 file=sys.stderr,
             )
         self._route_owner()
+
+    def _start_discord(self) -> None:
+        """The Discord bot, when its token is set: its own gateway connection, reminders
+        of its conversations out through it."""
+        if not self.lore.config.discord.token:
+            return
+        from lore.channels.discord import DiscordChannel
+
+        discord = DiscordChannel(self.lore, self.lore.config.discord)
+        discord.check_installed()
+        owner = bool(discord.settings.owner_ids)
+        self._route("discord", discord.deliver, reaches_owner=owner)
+        self._spawn(discord.run_forever(), "discord")
+        print("lore serve: Discord connecting (gateway)", file=sys.stderr)
 
     def stop(self) -> None:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from lore.clock import Clock, SystemClock, resolve_zone
-from lore.config import Config
+from lore.config import Config, redact_url
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from lore.lease_holder import LeaseHolder
     from lore.llm.base import Provider
     from lore.llm.tokens import TokenCounter
-    from lore.ports.backend import Backend
+    from lore.ports.backend import Backend, DatabaseState
     from lore.ports.backups import Backups
     from lore.ports.chat_ledger import ChatLedger
     from lore.ports.memories import MemoryStore
@@ -177,6 +177,15 @@ class Runtime:
         from lore.backends.postgres.backend import PostgresBackend
 
         return self.backend if isinstance(self.backend, PostgresBackend) else None
+
+    def database_state(self) -> DatabaseState:
+        """The storage as last seen, without opening it or waiting on it (`/health`)."""
+        if "backend" in self.__dict__:
+            return self.backend.state()
+        from lore.ports.backend import DatabaseState
+
+        where = redact_url(self.config.database_url) if self.config.database_url else "lore.db"
+        return DatabaseState("not opened", where)
 
     @cached_property
     def db(self) -> Database:

@@ -72,9 +72,12 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
 
 
-def counted(count: int, noun: str) -> str:
-    """ "1 message", "3 messages": a count with its English noun."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """ "1 message", "3 messages": a count with its English noun ("1 memory", "2
+    memories" when `plural` says so)."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural or noun + 's'}"
 
 
 def display_width(text: str) -> int:

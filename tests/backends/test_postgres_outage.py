@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -71,6 +72,7 @@ def test_the_gateway_answers_through_an_outage_and_routes_needing_the_database_s
         server.halt()
         try:
             health: list[float] = []
+            reports: list[dict[str, Any]] = []
             answers: list[httpx.Response] = []
             # Routes that need the database are asked all through the outage, beside the
             # probes: none of them may hold up the event loop the probes need.
@@ -83,11 +85,25 @@ def test_the_gateway_answers_through_an_outage_and_routes_needing_the_database_s
                     ]
                     began = time.perf_counter()
                     with gateway.client() as probe:
-                        assert probe.get("/health", timeout=1.0).status_code == 200
+                        said = probe.get("/health", timeout=1.0)
                     health.append(time.perf_counter() - began)
+                    assert said.status_code == 200
+                    reports.append(said.json())
                     answers += [future.result(timeout=5) for future in asked]
                     time.sleep(0.25)
             assert max(health) < 0.5, f"/health took {max(health):.2f} s"
+            # Once a call has met the outage, /health says so: degraded, since when, why.
+            down = [report for report in reports if report["status"] == "degraded"]
+            assert down, reports[-1]
+            database = down[-1]["database"]
+            assert database["state"] == "unreachable" and database["since"] <= time.time()
+            assert database["reason"] and "\n" not in database["reason"]
+            assert database["where"].startswith("postgresql://postgres@127.0.0.1:")
+            # The scrape still answers, saying the database is down.
+            scraped = http.get("/metrics")
+            assert scraped.status_code == 200, scraped.text
+            assert "lore_database_up 0.0" in scraped.text
+            assert "lore_outbox_pending" not in scraped.text
             assert {answer.status_code for answer in answers} == {503}
             for answer in answers:
                 assert answer.headers["Retry-After"].isdigit()
@@ -100,6 +116,8 @@ def test_the_gateway_answers_through_an_outage_and_routes_needing_the_database_s
         while http.get("/api/memories?limit=50").status_code != 200:
             assert time.monotonic() < deadline, "the gateway did not recover"
             time.sleep(0.2)
+        back = http.get("/health").json()
+        assert back["status"] == "ok" and back["database"]["state"] == "ok", back
         reply = _chat(http, "still there?")
         assert reply.status_code == 200, reply.text
         assert reply.json()["choices"][0]["message"]["content"] == "Here."

@@ -1,11 +1,11 @@
-"""`lore import chatgpt|claude|markdown PATH`, `lore import list` and `lore import undo ID`:
-bring another assistant's history (or a folder of notes) into the archive and the notes."""
+"""`lore import chatgpt|claude|nanobot|openclaw|mem0|markdown PATH`, `lore import list`
+and `lore import undo ID`: bring another assistant's history (or a folder of notes) into
+the archive, the notes and the memories."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lore.cli.common import add_common, print_json, runtime, session_key, show_usage
@@ -22,6 +22,17 @@ _SOURCES = {
     "prompts, tool calls or hidden context), their times and its title.",
     "claude": "the Claude export's conversations.json (or its folder or zip): each "
     "conversation's human and assistant messages, their times and its name.",
+    "nanobot": "a nanobot home (~/.nanobot), its workspace or a folder of its session "
+    "files: each session (*.jsonl) becomes a conversation with its messages' times; "
+    "USER.md, memory/MEMORY.md and SOUL.md become notes under memory/imported/nanobot/, "
+    "and each bullet line of USER.md and memory/MEMORY.md a memory; memory/history.jsonl "
+    "(its summaries) becomes a note of dated sections.",
+    "openclaw": "an OpenClaw workspace (~/.openclaw/workspace): MEMORY.md and the "
+    "Markdown under memory/ (the daily logs, dated by their names) become notes under "
+    "memory/imported/openclaw/.",
+    "mem0": 'a mem0 export: the JSON its API returns for get_all ({"results": [...]}, '
+    "or a list): each memory becomes one of Lore's, dated when mem0 made it, its text "
+    "kept in an archived session it links to.",
     "markdown": "a folder of Markdown notes (an Obsidian vault): each .md file, front matter "
     "and all, becomes a note under memory/imported/ (hidden folders such as .obsidian are "
     "left out).",
@@ -29,15 +40,17 @@ _SOURCES = {
 
 _EXTRACTION = (
     "Memories are not extracted from imported conversations yet: they are archived "
-    "sessions, found by `lore memory search` and the assistant's search, and that is all "
-    "(--no-extract states it; it is the only behaviour for now)."
+    "sessions, found by `lore memory search` and the assistant's search (--no-extract "
+    "states it; it is the only behaviour for now). Facts another agent kept (mem0's, "
+    "nanobot's) become memories, each checked as any memory is: one holding a secret or "
+    "over 500 characters is skipped with the reason."
 )
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="bring history from ChatGPT, Claude or a folder of Markdown notes",
+        help="bring history from ChatGPT, Claude, nanobot, OpenClaw, mem0 or Markdown notes",
         description="Import another assistant's conversations as archived sessions (with "
         "their own dates, title and source, searchable at once) or a folder of notes. The "
         "export is read and checked before anything is written; a damaged item is skipped "
@@ -100,83 +113,59 @@ def register(subparsers: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from lore.import_job import parse_since, run_import
     from lore.search.rebuild import Progress
-    from lore.sessions.export_formats import read_export
-    from lore.sessions.importing import apply_import, plan_import
     from lore.text import counted
 
+    def bar(what: str, total: int) -> Progress:
+        return Progress(total, what, stream=sys.stderr)
+
     with runtime(args) as lore:
-        since = _since(args.since, lore)
-        export = read_export(args.source, Path(args.path).expanduser())
-        plan = plan_import(
-            export,
-            _ledger(lore),
-            sessions=lore.sessions,
-            workspace=lore.config.workspace,
-            since=since,
-        )
-        summary = plan.summary()
-        if args.dry_run:
-            if args.json:
-                print_json({"dry_run": True, **summary})
-            else:
-                _print_plan(summary, dry_run=True)
-            return 0
-        total = len(plan.conversations) + len(plan.notes)
-        progress = Progress(total, "importing", stream=sys.stderr)
-        record = apply_import(
-            plan,
-            sessions=lore.sessions,
-            notes=lore.notes,
-            notes_root=lore.config.workspace,
-            ledger=_ledger(lore),
+        done = run_import(
+            lore,
+            args.source,
+            Path(args.path).expanduser(),
             scope=args.session,
-            zone=lore.zone,
-            clock=lore.clock.now,
-            progress=progress.advance,
+            since=parse_since(args.since, lore.zone),
+            dry_run=args.dry_run,
+            progress=bar,
         )
-        progress.close()
-        _index(lore, [item["session_id"] for item in record.sessions])
+    summary = done.plan.summary()
     if args.json:
-        print_json({"id": record.id if total else None, "dry_run": False, **summary})
+        print_json(done.to_dict())
         return 0
-    if not total:
-        print(f"Nothing new to import ({counted(plan.already_imported, 'item')} already here).")
+    if args.dry_run:
+        _print_plan(summary, dry_run=True)
+        return 0
+    record = done.record
+    assert record is not None
+    if not done.written:
+        held = counted(done.plan.already_imported, "item")
+        print(f"Nothing new to import ({held} already here).")
         return 0
     _print_plan(summary, dry_run=False)
+    if summary["memories"] > record.memories:
+        held = summary["memories"] - record.memories
+        print(f"{counted(held, 'fact')} Lore held already added no memory.")
     print(f"Import {record.id}: undo it with `lore import undo {record.id}`.")
     return 0
-
-
-def _index(lore: Runtime, session_ids: list[str]) -> None:
-    """The imported sessions searchable by their words now (with a progress bar: this is
-    the slow part of a large import), by their meaning once `lore serve` embeds them."""
-    from lore.search import searcher, sources
-    from lore.search.rebuild import Progress
-
-    search = searcher(lore)
-    archive = lore.sessions.archive
-    wanted = set(session_ids)
-    entries = [entry for entry in archive.entries() if entry.session_id in wanted]
-    progress = Progress(len(entries), "indexing", stream=sys.stderr)
-    for entry in entries:
-        sources.index_session(search.index, archive, entry, zone=lore.zone)
-        progress.advance()
-    progress.close()
-    search.refresh(files=True)  # the notes, and anything else written meanwhile
 
 
 def _print_plan(summary: dict[str, Any], *, dry_run: bool) -> None:
     from lore.text import counted
 
     verb = "Would import" if dry_run else "Imported"
-    if summary["source"] == "markdown":
-        print(f"{verb} {counted(summary['notes'], 'note')} from {summary['path']}.")
-    else:
-        print(
-            f"{verb} {counted(summary['conversations'], 'conversation')} "
-            f"({counted(summary['messages'], 'message')}) from {summary['path']}."
+    parts = []
+    if summary["conversations"] or summary["source"] in ("chatgpt", "claude"):
+        parts.append(
+            f"{counted(summary['conversations'], 'conversation')} "
+            f"({counted(summary['messages'], 'message')})"
         )
+    if summary["memories"]:
+        parts.append(counted(summary["memories"], "memory", "memories"))
+    if summary["notes"] or not parts:
+        parts.append(counted(summary["notes"], "note"))
+    print(f"{verb} {', '.join(parts)} from {summary['path']}.")
     for title in summary["titles"][:5]:
         print(f"  {title}")
     if len(summary["titles"]) > 5:
@@ -209,36 +198,33 @@ def _list(args: argparse.Namespace) -> int:
             else " (stopped part-way: undo it and import again)"
         )
         made = counted(len(r.sessions), "session") + ", " + counted(len(r.notes), "note")
+        if r.memories:
+            made += ", " + counted(r.memories, "memory", "memories")
         print(f"{r.id} · {r.started_at} · {r.source} · {made} · {r.path}{state}")
     return 0
 
 
 def _undo(args: argparse.Namespace) -> int:
-    from lore.search import searcher
-    from lore.sessions.importing import undo_import
+    from lore.import_job import run_undo
     from lore.text import counted
 
     with runtime(args) as lore:
-        ledger = _ledger(lore)
-        record = ledger.get(args.import_id)
-        removed, notes = undo_import(
-            record,
-            sessions=lore.sessions,
-            notes=lore.notes,
-            workspace=lore.config.workspace,
-            ledger=ledger,
-            now=lore.clock.now(),
-        )
-        search = searcher(lore)
-        for item in record.sessions:
-            search.index.remove_source("message", item["session_id"])
-        search.refresh(files=True)
+        undone = run_undo(lore, args.import_id)
+    record = undone.record
     if args.json:
-        print_json({"id": record.id, "sessions_removed": removed, "notes_removed": notes})
+        print_json(
+            {
+                "id": record.id,
+                "sessions_removed": undone.sessions,
+                "notes_removed": undone.notes,
+                "memories_forgotten": undone.memories,
+            }
+        )
         return 0
-    print(
-        f"Removed import {record.id}: {counted(removed, 'session')} and {counted(notes, 'note')}."
-    )
+    made = [counted(undone.sessions, "session"), counted(undone.notes, "note")]
+    if undone.memories:
+        made.append(counted(undone.memories, "memory", "memories"))
+    print(f"Removed import {record.id}: {', '.join(made[:-1])} and {made[-1]}.")
     return 0
 
 
@@ -250,18 +236,6 @@ def _path(text: str) -> str:
 
 
 def _ledger(lore: Runtime) -> Any:
-    from lore.sessions.importing import ImportLedger
+    from lore.import_job import import_ledger
 
-    return ImportLedger(lore.config.home / "imports")
-
-
-def _since(text: str | None, lore: Runtime) -> datetime | None:
-    from lore.errors import InvalidInputError
-
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidInputError(f"--since {text!r}: use YYYY-MM-DD or ISO 8601") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=lore.zone)
+    return import_ledger(lore)

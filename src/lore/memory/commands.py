@@ -81,6 +81,7 @@ _VIA = {
     "command": "with a slash command",
     "cli": "from the command line",
     "api": "through the API",
+    "import": "imported from another assistant",
 }
 
 

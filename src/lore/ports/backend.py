@@ -8,8 +8,9 @@ the runtime hands out its stores. Whatever the backend opened, its `close()` clo
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from lore.ports.chat_ledger import ChatLedger
 from lore.ports.memories import MemoryStore
@@ -19,10 +20,30 @@ from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
 
-__all__ = ["STORES", "Backend"]
+__all__ = ["STORES", "Backend", "DatabaseState"]
 
 # Every store a backend holds, by the name the runtime hands it out under.
 STORES = ("memory", "search_index", "reminders", "outbox", "sessions", "history", "chat_ledger")
+
+
+@dataclass(frozen=True)
+class DatabaseState:
+    """The storage as last seen, for `/health` and `/metrics`: `ok`, `unreachable` (since
+    when, and why: a database server that stopped answering), or `not opened` (nothing
+    has asked for a store yet)."""
+
+    state: Literal["ok", "unreachable", "not opened"]
+    where: str  # the file, or the server's address (never its password)
+    since: float | None = None  # epoch seconds: when it became unreachable
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "state": self.state,
+            "where": self.where,
+            "since": self.since,
+            "reason": self.reason,
+        }
 
 
 class Backend(Protocol):
@@ -65,6 +86,11 @@ class Backend(Protocol):
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """Hold `job` for this worker alone: True when it is ours, False when another
         worker holds it (`path`: the lock file a backend of files uses)."""
+        ...
+
+    def state(self) -> DatabaseState:
+        """The database's state as last seen: read from memory, never a round trip (it
+        answers `/health` while the database may be the thing that is down)."""
         ...
 
     def close(self) -> None:

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 KINDS = ("profile", "preference", "fact", "plan", "relation", "event")
-VIA = ("tool", "extraction", "cli", "api", "command")
+VIA = ("tool", "extraction", "cli", "api", "command", "import")
 MAX_CONTENT = 500
 MAX_KEYWORDS = 20
 MAX_KEYWORD = 50

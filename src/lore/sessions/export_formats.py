@@ -1,5 +1,6 @@
 """Reading another assistant's history: the ChatGPT data export, the Claude export and a
-folder of Markdown notes (an Obsidian vault), into conversations and notes to import.
+folder of Markdown notes (an Obsidian vault), into conversations and notes to import
+(nanobot, OpenClaw and mem0 are read by lore.sessions.export_agents).
 
 Reading never writes anything. A damaged item (a conversation without messages, a note
 that is not UTF-8) is skipped with its reason, and a file cut off part-way keeps the
@@ -8,17 +9,16 @@ conversations before the cut; only a file with nothing readable in it is an erro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lore.errors import InvalidInputError
 from lore.llm.base import Message
+from lore.sessions.export_records import Conversation, Export, ImportedNote, Skipped
 
 __all__ = [
     "SOURCES",
@@ -29,55 +29,9 @@ __all__ = [
     "read_export",
 ]
 
-SOURCES = ("chatgpt", "claude", "markdown")
+SOURCES = ("chatgpt", "claude", "nanobot", "openclaw", "mem0", "markdown")
 
 _CONVERSATIONS = "conversations.json"
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """One conversation as the other assistant kept it: its user and assistant messages
-    (each with its original `timestamp`), on the branch its user last saw."""
-
-    source: str
-    external_id: str
-    title: str
-    created_at: datetime
-    updated_at: datetime
-    messages: list[Message]
-
-    @property
-    def content_hash(self) -> str:
-        """The same conversation exported again hashes the same (ids and order kept)."""
-        return _hash([self.source, self.external_id, self.title, self.messages])
-
-
-@dataclass(frozen=True)
-class ImportedNote:
-    """One Markdown note, front matter and all, at its path inside the folder."""
-
-    relative: str  # posix, ends in .md
-    text: str
-    modified_at: datetime
-
-    @property
-    def content_hash(self) -> str:
-        return _hash(["markdown", self.relative, self.text])
-
-
-@dataclass(frozen=True)
-class Skipped:
-    item: str
-    reason: str
-
-
-@dataclass
-class Export:
-    source: str
-    path: str
-    conversations: list[Conversation] = field(default_factory=list)
-    notes: list[ImportedNote] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
 
 
 def read_export(source: str, path: Path) -> Export:
@@ -90,6 +44,13 @@ def read_export(source: str, path: Path) -> Export:
     export = Export(source, str(path))
     if source == "markdown":
         _read_notes(export, path)
+        return export
+    if source in ("nanobot", "openclaw", "mem0"):
+        from lore.sessions.export_agents import read_mem0, read_nanobot, read_openclaw
+
+        {"nanobot": read_nanobot, "openclaw": read_openclaw, "mem0": read_mem0}[source](
+            export, path
+        )
         return export
     items = _json_list(export, _conversations_text(path))
     read = _chatgpt if source == "chatgpt" else _claude
@@ -378,8 +339,3 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"no {exc.args[0]!r}"
     return str(exc) or type(exc).__name__
-
-
-def _hash(value: object) -> str:
-    data = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()

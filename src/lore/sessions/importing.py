@@ -1,6 +1,8 @@
 """Importing another assistant's history: each conversation becomes an archived session
 (its own times, title and source in its metadata), each Markdown note a note under
-memory/imported/, and every import is recorded so it can be undone as one operation.
+memory/imported/, each fact another agent kept (mem0, nanobot) a memory whose source is
+its message in the archived session, and every import is recorded so it can be undone
+as one operation.
 
 The export is read and checked whole before anything is written (lore.sessions.
 export_formats). An import's record (`imports/<id>.json` under Lore's home) is written
@@ -23,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInputError
 from lore.files import atomic_write
+from lore.ports.memories import Source
 from lore.ports.sessions import ArchivedSession, SessionMeta
-from lore.sessions.export_formats import Conversation, Export, ImportedNote
+from lore.sessions.export_records import Conversation, Export, ImportedNote
 from lore.text import slugify
 
 if TYPE_CHECKING:
+    from lore.ports.memories import MemoryStore
     from lore.ports.notes import NotesStore
     from lore.ports.sessions import SessionArchive, SessionStore
 
@@ -57,14 +61,19 @@ class ImportPlan:
 
     @property
     def messages(self) -> int:
-        return sum(len(c.messages) for c in self.conversations)
+        return sum(len(c.messages) for c in self.conversations if not c.facts)
+
+    @property
+    def facts(self) -> int:
+        return sum(len(c.messages) for c in self.conversations if c.facts)
 
     def summary(self) -> dict[str, Any]:
         return {
             "source": self.export.source,
             "path": self.export.path,
-            "conversations": len(self.conversations),
+            "conversations": sum(not c.facts for c in self.conversations),
             "messages": self.messages,
+            "memories": self.facts,
             "notes": len(self.notes),
             "already_imported": self.already_imported,
             "before_since": self.older,
@@ -90,6 +99,7 @@ class ImportRecord:
     already_imported: int = 0
     undone_at: str | None = None  # kept, undone, so the list shows what happened
     number: int = 0  # 1 for the home's first import, and so on: the order they were made
+    memories: int = 0  # made from the facts, new (a fact Lore held already adds none)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +115,7 @@ class ImportRecord:
             "already_imported": self.already_imported,
             "undone_at": self.undone_at,
             "number": self.number,
+            "memories": self.memories,
         }
 
     @classmethod
@@ -122,6 +133,7 @@ class ImportRecord:
             already_imported=int(data.get("already_imported", 0)),
             undone_at=data.get("undone_at"),
             number=int(data.get("number", 0)),
+            memories=int(data.get("memories", 0)),
         )
 
 
@@ -216,10 +228,15 @@ def apply_import(
     scope: str,
     zone: tzinfo,
     clock: Callable[[], datetime],
+    memory: MemoryStore | None = None,
+    author: str = "",
     progress: Callable[[int], None] | None = None,
 ) -> ImportRecord:
     """Write what `plan` holds and record it; `progress(1)` after each item. `notes_root`
-    is the workspace the notes' paths are relative to."""
+    is the workspace the notes' paths are relative to; the facts become memories in
+    `memory` (said by `author`), each with its archived message as its source."""
+    if plan.facts and (memory is None or not author):
+        raise ValueError("an import of facts needs the memory store and the author")
     started = clock().isoformat(timespec="seconds")
     hashes = [c.content_hash for c in plan.conversations] + [n.content_hash for n in plan.notes]
     number = max((r.number for r in ledger.records()), default=0) + 1
@@ -248,6 +265,8 @@ def apply_import(
     archive = sessions.archive
     for planned, conversation in zip(record.sessions, plan.conversations, strict=True):
         _archive_conversation(archive, conversation, planned["session_id"], record, scope, zone)
+        if conversation.facts and memory is not None:
+            record.memories += _remember(memory, conversation, planned["session_id"], scope, author)
         if progress is not None:
             progress(1)
     for planned, note in zip(record.notes, plan.notes, strict=True):
@@ -271,12 +290,17 @@ def undo_import(
     workspace: Path,
     ledger: ImportLedger,
     now: datetime,
-) -> tuple[int, int]:
+    memory: MemoryStore | None = None,
+    by: str = "",
+) -> tuple[int, int, int]:
     """Remove what the import created, then mark its record undone (what it brought can
-    be imported again); (sessions, notes) removed. Stopped part-way, running it again
-    finishes the rest."""
+    be imported again); (sessions, notes, memories) removed. A memory made from an
+    imported fact and corrected since is the user's now: its new version stays. Stopped
+    part-way, running it again finishes the rest."""
     if record.undone_at is not None:
         raise InvalidInputError(f"import {record.id} was undone already ({record.undone_at})")
+    ids = {item["session_id"] for item in record.sessions}
+    forgotten = 0 if memory is None else _forget_made(memory, record.scope, ids, now, by)
     removed = sessions.archive.remove([item["session_id"] for item in record.sessions])
     files = 0
     for item in record.notes:
@@ -287,7 +311,7 @@ def undo_import(
             _prune_empty(path.parent, workspace / "memory" / IMPORTED_NOTES)
     record.undone_at = now.isoformat(timespec="seconds")
     ledger.save(record)
-    return removed, files
+    return removed, files, forgotten
 
 
 def session_source(metadata: dict[str, Any]) -> tuple[str, str]:
@@ -337,6 +361,51 @@ def _archive_conversation(
     entry = replace(entry, summary="skipped")
     archive.append_index(entry)
     return entry
+
+
+def _remember(
+    memory: MemoryStore, conversation: Conversation, session_id: str, scope: str, author: str
+) -> int:
+    """Each fact a memory, dated when the other agent made it; the new ones counted."""
+    made = 0
+    with memory.batch():
+        for index, fact in enumerate(conversation.messages):
+            when = _aware(fact.get("timestamp")) or conversation.updated_at
+            _, new = memory.remember(
+                scope,
+                str(fact["content"]),
+                author=author,
+                via="import",
+                now=when,
+                source=Source(session_id, index),
+            )
+            made += new
+    return made
+
+
+def _forget_made(
+    memory: MemoryStore, scope: str, session_ids: set[str], now: datetime, by: str
+) -> int:
+    """Forget the memories whose source is one of these sessions (the import's facts)."""
+    made = [
+        m.id
+        for m in memory.active(scope, now=now)
+        if m.source is not None and m.source.session_id in session_ids
+    ]
+    with memory.batch():
+        for memory_id in made:
+            memory.forget(scope, memory_id, by=by or "import", via="import", now=now)
+    return len(made)
+
+
+def _aware(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _import_id(number: int, started: str, source: str, hashes: list[str]) -> str:

@@ -21,6 +21,7 @@ from lore.backends.fake.memories import FakeMemoryStore
 from lore.backends.fake.reminders import FakeReminderStore
 from lore.backends.fake.search_index import FakeSearchIndex
 from lore.backends.fake.sessions import FakeSessions
+from lore.ports.backend import DatabaseState
 
 if TYPE_CHECKING:
     from lore.embed import Embedder
@@ -81,6 +82,9 @@ class FakeBackend:
     @property
     def exists(self) -> bool:
         return True
+
+    def state(self) -> DatabaseState:
+        return DatabaseState("ok", "memory")
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         return self._hold(job)

@@ -8,6 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lore.ports.backend import DatabaseState
+
 if TYPE_CHECKING:
     from lore.backends.local.database import Database
     from lore.backends.local.outbox import LocalOutbox
@@ -91,6 +93,12 @@ class LocalBackend:
     @property
     def exists(self) -> bool:
         return "db" in self.__dict__ or self.config.db_path.exists()
+
+    def state(self) -> DatabaseState:
+        """A file on this machine: `ok` once opened (a damaged file does not open: the
+        command that met it reported it)."""
+        where = str(self.config.db_path)
+        return DatabaseState("ok" if "db" in self.__dict__ else "not opened", where)
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """A lock file held for the job; with no file, the job is always ours."""

@@ -17,6 +17,8 @@ from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
 from lore.backends.postgres.sessions import PostgresSessions
+from lore.config import redact_url
+from lore.ports.backend import DatabaseState
 from lore.ports.chat_ledger import ChatLedger
 from lore.ports.memories import MemoryStore
 from lore.ports.notes import HistoryLog
@@ -55,6 +57,12 @@ class PostgresBackend:
     @property
     def exists(self) -> bool:
         return True  # connected, and migrated
+
+    def state(self) -> DatabaseState:
+        db, where = self.db, redact_url(self.db.url)
+        if db.reachable:
+            return DatabaseState("ok", where)
+        return DatabaseState("unreachable", where, db.unreachable_since, db.unreachable_reason)
 
     def exclusive(self, job: str, path: Path | None) -> AbstractContextManager[bool]:
         """An advisory lock every worker on this database sees (`path` is not needed)."""

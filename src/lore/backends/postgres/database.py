@@ -19,6 +19,7 @@ import importlib
 import logging
 import pkgutil
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -103,6 +104,8 @@ class PostgresDatabase:
         self._timeout = timeout
         self._reachable = threading.Event()  # cleared while the server cannot be reached
         self._reachable.set()
+        self.unreachable_since: float | None = None  # epoch seconds, while unreachable
+        self.unreachable_reason = ""
         self._probing = threading.Lock()  # held by the thread trying to reach it
         self._closed = threading.Event()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
@@ -170,12 +173,14 @@ class PostgresDatabase:
         except psycopg.Error as exc:
             if not (conn.broken or conn.closed):
                 raise
-            self.went_away()
+            self.went_away(f"lost its connection: {_first_line(exc)}")
             where = redact_url(self.url)
             raise DatabaseUnavailable(
                 f"PostgreSQL at {where} lost its connection: {_first_line(exc)}"
             ) from exc
         if not self._reachable.is_set():
+            self.unreachable_since = None
+            self.unreachable_reason = ""
             self._reachable.set()  # the server answered: no need to wait for the probe
 
     @contextmanager
@@ -190,7 +195,7 @@ class PostgresDatabase:
             with self._pool.connection(timeout=self._timeout) as conn:
                 yield conn
         except PoolTimeout:
-            self.went_away()
+            self.went_away("no connection within the pool's timeout")
             raise self.unavailable() from None
 
     @property
@@ -204,11 +209,14 @@ class PostgresDatabase:
             f"PostgreSQL at {redact_url(self.url)} cannot be reached; trying again"
         )
 
-    def went_away(self) -> None:
+    def went_away(self, reason: str = "a connection broke") -> None:
         """A connection broke: until a new one can be made, calls fail fast, and a thread
         of its own tries to reach the server."""
         if self._closed.is_set():
             return
+        if self.unreachable_since is None:
+            self.unreachable_since = time.time()
+            self.unreachable_reason = reason
         self._reachable.clear()
         if self._probing.acquire(blocking=False):  # else one is trying already
             threading.Thread(target=self._reach, name="lore-postgres-probe", daemon=True).start()
@@ -229,6 +237,7 @@ class PostgresDatabase:
                     failures += 1
                     if failures == 1:
                         reason = _first_line(exc)
+                        self.unreachable_reason = reason
                         log.warning(
                             "PostgreSQL at %s cannot be reached (%s); trying again every %.1f s",
                             where,
@@ -244,6 +253,8 @@ class PostgresDatabase:
         finally:
             # In this order: a connection lost from now on starts another probe.
             self._probing.release()
+            self.unreachable_since = None
+            self.unreachable_reason = ""
             self._reachable.set()
 
     def _drop_dead(self) -> None:

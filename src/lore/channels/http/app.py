@@ -60,6 +60,7 @@ def create_app(
     given a LINE channel, it takes LINE's webhook calls at /line/webhook."""
     from lore.channels.http import (
         docs,
+        imports_api,
         memories_api,
         metrics_api,
         openai_api,
@@ -115,14 +116,25 @@ def create_app(
 
     @app.get("/health", tags=["gateway"])
     async def health() -> dict[str, Any]:
-        """Up, and what each part last reported (never read from the database)."""
+        """Up, and what each part last reported (never read from the database): `ok`, or
+        `degraded` while the database cannot be reached (the process is up: a service
+        manager should not restart it for that)."""
         backend = "postgresql" if lore.config.database_url else "sqlite"
-        return {"status": "ok", "version": __version__, "backend": backend, **HEALTH.to_dict()}
+        database = lore.database_state()
+        status = "degraded" if database.state == "unreachable" else "ok"
+        return {
+            "status": status,
+            "version": __version__,
+            "backend": backend,
+            "database": database.to_dict(),
+            **HEALTH.to_dict(),
+        }
 
     app.include_router(openai_api.router)
     app.include_router(memories_api.router)
     app.include_router(reminders_api.router)
     app.include_router(sessions_api.router)
+    app.include_router(imports_api.router)
     app.include_router(web.router)
     app.include_router(docs.router)
     app.include_router(metrics_api.router)

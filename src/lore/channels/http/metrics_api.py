@@ -1,6 +1,7 @@
 """`GET /metrics`: the process's figures (lore.metrics) in Prometheus' text format, with
-three read at scrape time: the embedding backlog, the outbox's depth and the replies
-still running. The owner's
+four read at scrape time: the embedding backlog, the outbox's depth, the replies still
+running and whether the database answers (while it does not, the two read from it are
+left out and the scrape still succeeds). The owner's
 token only: the figures name tools and channels (Prometheus sends it with
 `authorization: {credentials_file: …}`)."""
 
@@ -15,6 +16,7 @@ from fastapi.responses import Response
 
 from lore.channels.http.auth import Client, Forbidden
 from lore.channels.http.context import caller, gateway
+from lore.errors import DatabaseUnavailable
 from lore.metrics import DECLARED, METRICS
 
 if TYPE_CHECKING:
@@ -36,9 +38,15 @@ async def metrics(request: Request, client: Annotated[Client, Depends(caller)]) 
     if not client.is_owner:
         raise Forbidden("the figures are the owner's: use the owner's token")
     state = gateway(request)
-    backlog, pending = await asyncio.to_thread(_read_now, state.lore)
+    backlog: int | None
+    pending: int | None
+    try:
+        backlog, pending = await asyncio.to_thread(_read_now, state.lore)
+    except DatabaseUnavailable:  # the figure that matters now is lore_database_up 0
+        backlog = pending = None
+    up = state.lore.database_state().state != "unreachable" and backlog is not None
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(backlog, pending, len(state.running)))
+    registry.register(_Collector(backlog, pending, len(state.running), up))
     body = await asyncio.to_thread(generate_latest, registry)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
@@ -49,10 +57,11 @@ def _read_now(lore: Runtime) -> tuple[int, int]:
 
 
 class _Collector:
-    def __init__(self, backlog: int, pending: int, running: int) -> None:
+    def __init__(self, backlog: int | None, pending: int | None, running: int, up: bool) -> None:
         self.backlog = backlog
         self.pending = pending
         self.running = running
+        self.up = up
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import (
@@ -84,11 +93,18 @@ class _Collector:
                         seen.total,
                     )
                 yield histogram
+        if self.backlog is not None:
+            yield GaugeMetricFamily(
+                "lore_embedding_backlog", "Search entries still waiting for a vector.", self.backlog
+            )
+        if self.pending is not None:
+            yield GaugeMetricFamily(
+                "lore_outbox_pending", "Reminder occurrences still to deliver.", self.pending
+            )
         yield GaugeMetricFamily(
-            "lore_embedding_backlog", "Search entries still waiting for a vector.", self.backlog
-        )
-        yield GaugeMetricFamily(
-            "lore_outbox_pending", "Reminder occurrences still to deliver.", self.pending
+            "lore_database_up",
+            "1 while the database answers, 0 while it cannot be reached.",
+            float(self.up),
         )
         yield GaugeMetricFamily(
             "lore_replies_running", "Replies still running after their client left.", self.running
