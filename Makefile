@@ -31,7 +31,7 @@ $(VENV)/.local: $(VENV)/.core
 		test $${PIPESTATUS[0]} -eq 0
 	touch $@
 
-.PHONY: chat needs-local path test lint check bench bench-scale bench-workers bench-pg-scale torture quickstart chromium bubblewrap
+.PHONY: chat needs-local path test lint check bench bench-library bench-scale bench-workers bench-pg-scale torture quickstart chromium bubblewrap
 # The web page's browser test drives Debian's chromium (never a downloaded browser), and
 # exec's sandbox is Debian's bubblewrap: each installed here when missing and we may (root,
 # as in CI); otherwise the tests that need it are skipped.
@@ -109,6 +109,11 @@ bench: $(VENV)/.test
 	$(PY) bench/slack_overhead.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/indexing.py; fi
+
+# lore.Memory's add and search at 10,000 memories beside mem0 (when /tmp/mem0env has it)
+# and raw SQLite, and the Client beside bare httpx: several minutes, so not in `make bench`.
+bench-library: $(VENV)/.test
+	$(PY) bench/memory_api.py
 
 # One conversation at 1k / 10k / 100k entries, a busy core, 1,000,000 memories in the
 # database: about 15 minutes on two cores, so not part of `make bench`.

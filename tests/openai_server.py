@@ -1,6 +1,8 @@
 """A small OpenAI-compatible chat server on 127.0.0.1 for end-to-end tests.
 
-Queue replies (`reply`, `error`, `tool_call`); every request body is recorded.
+Queue replies (`reply`, `error`, `tool_call`); every request body is recorded. A request
+with `"stream": true` gets the reply as server-sent chunks, one without it as one
+`chat.completion` object (what non-streaming clients such as the Agents SDK ask for).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length", 0))
-                server.requests.append(json.loads(self.rfile.read(length)))
+                request = json.loads(self.rfile.read(length))
+                server.requests.append(request)
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload, headers = (
                     server._queue.popleft() if server._queue else (500, {"error": "empty"}, {})
@@ -38,6 +41,14 @@ class FakeOpenAI:
                     self.send_response(status)
                     for k, v in headers.items():
                         self.send_header(k, v)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if not request.get("stream"):
+                    body = json.dumps(_completion(list(payload))).encode()
+                    self.send_response(200)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(body)))
                     self.end_headers()
@@ -108,3 +119,28 @@ class FakeOpenAI:
     def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> FakeOpenAI:
         self._queue.append((status, {"error": {"message": message}}, headers or {}))
         return self
+
+
+def _completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The streamed chunks of one reply as the single object a non-streaming call gets."""
+    text, finish = "", "stop"
+    calls: list[dict[str, Any]] = []
+    usage: dict[str, Any] = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for choice in chunk["choices"]:
+            text += choice["delta"].get("content") or ""
+            calls += choice["delta"].get("tool_calls") or []
+            finish = choice.get("finish_reason") or finish
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+    usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }

@@ -28,7 +28,7 @@ ROOT = Path(lore.__file__).parent
 
 _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (7, ("lore.channels", "lore.cli", "lore.daemon", "lore.__main__", "lore")),
-    (7, ("lore.embedded", "lore.client", "lore.records")),
+    (7, ("lore.embedded", "lore.client", "lore.records", "lore.adapters")),
     (6, ("lore.runtime", "lore.bus", "lore.import_job", "lore.import_extraction")),
     (5, ("lore.backends",)),
     (4, ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")),

@@ -153,3 +153,47 @@ def test_the_readme_example_runs_and_prints_what_the_readme_shows(
     day = re.compile(r"\d{4}-\d{2}-\d{2}")
     assert day.sub("DAY", printed) == day.sub("DAY", shown)
     assert (tmp_path / "agent-home" / "lore.db").exists()
+
+
+ADAPTERS = {
+    "lore.adapters.openai_agents": ["LoreSession"],
+    "lore.adapters.langchain": ["LoreChatMessageHistory", "LoreRetriever"],
+    "lore.adapters.pydantic_ai": ["LoreMessageHistory"],
+}
+
+
+def test_the_adapters_names_are_pinned_and_outside_import_lore() -> None:
+    import importlib
+
+    for module, names in ADAPTERS.items():
+        assert sorted(importlib.import_module(module).__all__) == names, module
+    from lore.adapters.openai_agents import LoreSession
+
+    assert str(inspect.signature(LoreSession.__init__)) == (
+        "(self, memory: 'Memory | AsyncMemory', scope: 'str | None' = None, *,"
+        " session_settings: 'SessionSettings | None' = None) -> 'None'"
+    )
+    probe = "import sys, lore; lore.Memory; print(any('adapters' in m for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "extra"),
+    [
+        ("openai_agents", "agents", "agents"),
+        ("langchain", "langchain_core", "langchain"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ],
+)
+def test_an_adapter_without_its_framework_says_how_to_install_it(
+    module: str, framework: str, extra: str
+) -> None:
+    probe = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        f"try:\n    import lore.adapters.{module}\n"
+        "except ImportError as exc:\n    print(exc)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith(f"lore.adapters.{module} needs ")
+    assert f"-m pip install 'lore-assistant[{extra}]'" in done.stdout

@@ -79,6 +79,11 @@ KINDS = {
 }
 # Notes extraction makes in a conversation whose transcript cannot show them (HTTP).
 NOTED = {"openai-client": ["Alice lives in Hualien"]}
+# What the OpenAI-compatible server of `setup=openai-server` answers a program, in order.
+SERVED = {
+    "agents-session": ["Hualien, by the sea — noted.", "You live in Hualien."],
+    "pydantic-history": ["Американо.", "Every morning."],
+}
 SUMMARIES = {
     "sessions": {
         "slug": "redis-cache-for-api",
@@ -246,6 +251,17 @@ def _chatgpt_export(replay: Replay) -> None:
         export.writestr("conversations.json", fixture.read_text(encoding="utf-8"))
 
 
+def _openai_server(replay: Replay) -> None:
+    """An OpenAI-compatible server on 127.0.0.1 answering as `SERVED` says, reached by
+    the programs' own OpenAI clients (an agent framework's) through OPENAI_BASE_URL."""
+    assert replay.model is not None
+    server = FakeOpenAI().start()
+    replay.stack.callback(server.stop)
+    for text in SERVED[replay.model.transcript.name]:
+        server.reply(text)
+    replay.monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+
+
 def _agent_exports(replay: Replay) -> None:
     """~/Downloads/mem0-memories.json and ~/.nanobot: another agent's memory, as those
     agents write it (tests/fixtures/import/)."""
@@ -266,6 +282,7 @@ SETUPS: dict[str, Callable[[Replay], None]] = {
     "garden": _garden,
     "family-group": _family_group,
     "chatgpt-export": _chatgpt_export,
+    "openai-server": _openai_server,
     "agent-exports": _agent_exports,
 }
 
@@ -413,7 +430,8 @@ class Replay:
         """A shell command in a work folder holding the README's programs; against a
         gateway serving this home when it talks to one (on the README's port, as far as
         the command can tell). What it exports, later commands see, as in one shell."""
-        if not self.port and ("8765" in command or any(name in command for name in PROGRAMS)):
+        talks = any(name in command and "8765" in source for name, source in PROGRAMS.items())
+        if not self.port and ("8765" in command or talks):
             main(["serve", "--show-token"])
             token = self.capsys.readouterr().out.strip()
             served = lore.runtime.build(load_config())

@@ -254,8 +254,10 @@ class Memory:
             clock=clock,
             embedder=embedder,
         )
-        # One loop for the object's life: the model's HTTP client stays on one loop.
-        self._runner = asyncio.Runner()
+        # One loop for the object's life: the model's HTTP client stays on one loop. Made
+        # by a factory, it is not set as the thread's event loop, where a framework's own
+        # run_sync (pydantic-ai's) would find it and run on it.
+        self._runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
 
     @property
     def scope(self) -> str:
