@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import LiveSession, SessionStore
+    from lore.ports.tasks import TaskStore
 
 __all__ = ["Runtime", "build"]
 
@@ -217,6 +218,10 @@ class Runtime:
     @property
     def reminders(self) -> ReminderStore:
         return self.backend.reminders
+
+    @property
+    def tasks(self) -> TaskStore:
+        return self.backend.tasks
 
     @property
     def chat_ledger(self) -> ChatLedger:
