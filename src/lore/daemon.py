@@ -30,6 +30,7 @@ from lore.channels.owner import owner_reminders, terminal_delivers
 from lore.config import OWNER_SCOPE
 from lore.config_reload import reload_settings
 from lore.errors import LoreError
+from lore.events import Inbound, ReplyFailed
 from lore.health import HEALTH
 from lore.logs import resize_log
 from lore.memory.dream import dream_forever
@@ -38,6 +39,8 @@ from lore.reminders.delivery import Deliver, Delivery, session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.search import embed_backlog_forever
 from lore.sessions.closing import close_idle_sessions, idle_close_forever
+from lore.tasks.heartbeat import heartbeat_forever
+from lore.tasks.runner import TaskRunner, TurnReply
 
 if TYPE_CHECKING:
     import uvicorn
@@ -80,6 +83,15 @@ class Daemon:
             holder=lore.lease_holder,
         )
         self._into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+        self.tasks = TaskRunner(
+            lore.tasks,
+            lore.sessions,
+            lore.clock,
+            self._task_turn,
+            queued=self.scheduler.wake,
+            holder=lore.lease_holder,
+            max_sleep=lore.config.reminders.poll_seconds,
+        )
         self._routes = ExitStack()
         self._owner_pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
         self._tasks: list[asyncio.Task[None]] = []
@@ -95,6 +107,7 @@ class Daemon:
                     "line", self.line.deliver, reaches_owner=bool(self.line.settings.owner_ids)
                 )
             self._route_owner()
+            await self.tasks.run_once()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
         finally:
@@ -118,6 +131,9 @@ class Daemon:
         self._spawn(dream_forever(lore), "dream")
         self._spawn(embed_backlog_forever(lore), "embed")
         self._spawn(backup_forever(lore.config, lore.clock), "backup")
+        self._spawn(self.tasks.run_forever(), "tasks")
+        if lore.config.heartbeat.seconds:
+            self._spawn(heartbeat_forever(lore, self._task_turn, self.scheduler.wake), "heartbeat")
         self.telegram = _telegram(lore)
         if self.listener is not None:
             self._start_gateway(self.listener)
@@ -150,6 +166,7 @@ class Daemon:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from
         now on keeps the reply shown so far."""
         self.lore.bus.stop()
+        self.tasks.stop()
         self.scheduler.stop()
 
     def reload(self) -> None:
@@ -217,13 +234,22 @@ class Daemon:
         lore = self.lore
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""
-        line = f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}"
+        line = f"{stamp} delivered {due.noun} #{due.id} to {due.scope}{late}: {due.text}"
         try:
             print(line, flush=True)
         except OSError as exc:
             # It is delivered: a failure now would only deliver it again. The line quotes
             # the reminder, which the log never does.
             log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
+
+    async def _task_turn(self, inbound: Inbound) -> TurnReply:
+        """A scheduled task's (or the heartbeat's) turn, in its conversation's queue; no
+        one is there to approve a tool that asks first, so such a tool is refused."""
+        outcome = await self.lore.bus.send(inbound)
+        if outcome.ok and outcome.text.strip():
+            return TurnReply(outcome.text)
+        failed = [e.message for e in outcome.events if isinstance(e, ReplyFailed)]
+        return TurnReply(failure=failed[-1] if failed else outcome.text or "no reply")
 
     # -- starting ------------------------------------------------------------------------
 

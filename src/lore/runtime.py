@@ -311,12 +311,14 @@ class Runtime:
         from lore.reminders.feature import reminders_feature
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
+        from lore.tasks.feature import tasks_feature
         from lore.tools.feature import tools_feature
 
         features = [
             core_feature(self),
             memory_feature(self),
             reminders_feature(self),
+            tasks_feature(self),
             sessions_feature(self),
             search_feature(self),
             tools_feature(self),
