@@ -65,3 +65,18 @@ def test_bad_input_is_one_clear_error_and_nothing_is_stored(gateway: Gateway) ->
         gone = http.delete("/api/tasks/9", params={"scope": "cli:default"})
         assert gone.status_code == 404
         assert http.get("/api/tasks", params={"scope": "cli:default"}).json() == {"tasks": []}
+
+
+def test_the_web_page_shows_a_conversations_tasks_beside_its_reminders(gateway: Gateway) -> None:
+    with gateway.client() as http:
+        made = http.post(
+            "/api/tasks",
+            params={"scope": "cli:default"},
+            json={"prompt": "проверь погоду", "when": "tomorrow 8am"},
+        )
+        assert made.status_code == 201, made.text
+    with gateway.page() as browser:
+        page = browser.get("/", params={"scope": "cli:default"})
+    assert page.status_code == 200
+    assert "Scheduled tasks" in page.text
+    assert "#1 Tue 2026-12-01 08:00 (Asia/Taipei), in 15 h — проверь погоду" in page.text
