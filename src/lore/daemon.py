@@ -183,6 +183,7 @@ class Daemon:
         outcome = reload_settings(self.lore.config, fresh)
         self.lore.config = outcome.config
         self.scheduler.max_sleep = outcome.config.reminders.poll_seconds
+        self.tasks.max_sleep = outcome.config.reminders.poll_seconds
         self.scheduler.wake()
         resize_log(outcome.config.log)
         log.info("%s", outcome.line())
