@@ -13,7 +13,7 @@ from lore.daemon import Daemon
 from lore.events import Inbound
 from lore.llm.base import ChatRequest, ToolCall
 from lore.llm.scripted import ScriptedProvider, Step
-from lore.reminders.delivery import Delivery, reminder_line
+from lore.reminders.delivery import Delivery, reminder_event, reminder_line
 from lore.runtime import Runtime
 from lore.tasks import create_task, describe_task
 from lore.tasks.runner import TaskRunner, TurnReply
@@ -101,6 +101,8 @@ async def test_a_task_run_long_after_its_time_is_marked_late(
     assert reminder_line(Delivery(item, clock.now())) == (
         "🗓 No umbrella needed. (late) — was due Mon 2026-11-30 17:10 (Asia/Taipei)"
     )  # as a chat channel sends it
+    shown = reminder_event(Delivery(item, clock.now()))  # as the terminal shows it
+    assert (shown.mark, shown.mention) == ("🗓", "")
 
 
 async def test_a_task_past_its_budget_of_seconds_fails_visibly_and_says_so(

@@ -102,6 +102,7 @@ class ReminderDue:
     reminder_id: int
     late: bool = False
     mention: str = ""  # the person who set it, for channels that can mention
+    mark: str = "⏰"  # how it is marked: a scheduled task's reply 🗓, the heartbeat's 💓
 
 
 Event = (

@@ -158,6 +158,7 @@ def reminder_event(due: Delivery) -> ReminderDue:
         reminder_id=due.id,
         late=due.late,
         mention=mention_for(due),
+        mark=_MARKS[due.noun],
     )
 
 

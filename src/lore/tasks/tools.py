@@ -7,6 +7,8 @@ what it found; a lasting fact is a memory, neither of these.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +17,9 @@ from lore.errors import ConfigError, ToolError
 
 if TYPE_CHECKING:
     from lore.core.services import Services
+    from lore.llm.base import Message
 
-__all__ = ["CancelTask", "ListTasks", "ScheduleTask"]
+__all__ = ["CancelTask", "ListTasks", "ScheduleTask", "task_ids_shown"]
 
 _SCHEDULE = (
     "Schedule work Lore does on its own later, once or repeating: at that time Lore runs "
@@ -80,6 +83,7 @@ class ScheduleTask:
             max_seconds=settings.max_seconds,
         )
         at = format_local(task.due_at, zone)
+        ctx.shown_task_ids.add(task.id)
         ctx.notices.append(f"🗓 task #{task.id} scheduled for {at}")
         result = f"Task #{task.id} scheduled for {at}, {in_words(task.due_at - ctx.now)}"
         if task.recurrence:
@@ -101,6 +105,7 @@ class ListTasks:
         tasks = self._lore.tasks.list(ctx.scope)
         if not tasks:
             return "No pending scheduled tasks in this conversation."
+        ctx.shown_task_ids.update(task.id for task in tasks)
         lines = [describe_task(task, ctx.now) for task in tasks]
         return f"{len(lines)} pending task(s):\n" + "\n".join(lines)
 
@@ -119,9 +124,32 @@ class CancelTask:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         task_id = task_number(args.get("id"))
+        if task_id not in ctx.shown_task_ids:
+            raise ToolError(
+                f"#{task_id} was not shown in this conversation; nothing was cancelled. "
+                "Call list_tasks and use an #id it shows."
+            )
         task = self._lore.tasks.cancel(ctx.scope, task_id, now=ctx.now)  # this scope's only
         ctx.notices.append(f"🗓 task #{task.id} cancelled")
         return f"Cancelled task #{task.id}: {task.prompt}"
+
+
+# How schedule_task and list_tasks name a task in what they return (above).
+_SHOWN = {
+    "schedule_task": re.compile(r"^Task #(\d+) "),
+    "list_tasks": re.compile(r"^#(\d+) ", re.MULTILINE),
+}
+
+
+def task_ids_shown(messages: Iterable[Message]) -> set[int]:
+    """The task ids schedule_task and list_tasks returned in these messages: a task set
+    in an earlier turn may be cancelled while that turn is in the history."""
+    shown: set[int] = set()
+    for message in messages:
+        pattern = _SHOWN.get(str(message.get("name"))) if message["role"] == "tool" else None
+        if pattern is not None:
+            shown.update(int(found) for found in pattern.findall(str(message.get("content"))))
+    return shown
 
 
 def task_number(value: object) -> int:
