@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from lore.errors import DatabaseUnavailable, LoreError
+from lore.errors import DatabaseUnavailable
 from lore.events import Inbound
 from lore.ports.outbox import OutboxItem, ReminderPayload
 
@@ -132,7 +132,7 @@ async def heartbeat_forever(
         except DatabaseUnavailable as exc:
             log.warning("heartbeat: waits for the database: %s", exc)
             continue
-        except LoreError:
+        except Exception:  # logged; the next beat comes all the same
             log.exception("heartbeat: the run failed")
             continue
         if said is not None:

@@ -159,7 +159,7 @@ class TaskRunner:
             except DatabaseUnavailable as exc:
                 log.warning("the task runner waits for the database: %s", exc)
                 delay = self.max_sleep
-            except LoreError:
+            except Exception:  # the database, or a bug: logged, and the loop goes on
                 log.exception("the task runner could not read the database; retrying")
                 delay = self.max_sleep
             await asyncio.sleep(delay)
