@@ -3,7 +3,7 @@
     channels, cli, daemon; embedded, client, records (the Python API)   (top)
     runtime, bus
     backends: the ports' implementations, chosen by the runtime; nothing below sees them
-    features: memory, reminders, search, sessions, tools
+    features: memory, reminders, search, sessions, tasks, tools
     core
     ports, events
     llm, messages, config, config_file, config_reload, errors, clock, logs, text, secrets,
@@ -31,7 +31,17 @@ _LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (7, ("lore.embedded", "lore.client", "lore.records", "lore.adapters")),
     (6, ("lore.runtime", "lore.bus", "lore.import_job", "lore.import_extraction")),
     (5, ("lore.backends",)),
-    (4, ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")),
+    (
+        4,
+        (
+            "lore.memory",
+            "lore.reminders",
+            "lore.search",
+            "lore.sessions",
+            "lore.tasks",
+            "lore.tools",
+        ),
+    ),
     (3, ("lore.core",)),
     (2, ("lore.ports", "lore.events")),
     (0, ("lore.llm", "lore.config", "lore.errors", "lore.clock", "lore.logs", "lore.text")),
@@ -157,13 +167,25 @@ def test_no_module_names_itself_through_a_cycle_of_types_either() -> None:
     assert _cycles(GRAPH) == []
 
 
-_FEATURES = ("lore.memory", "lore.reminders", "lore.search", "lore.sessions", "lore.tools")
+_FEATURES = (
+    "lore.memory",
+    "lore.reminders",
+    "lore.search",
+    "lore.sessions",
+    "lore.tasks",
+    "lore.tools",
+)
 # Known exceptions, each a debt: purging a text asks search's sources of text; search's
-# time spans read reminders' words for times.
+# time spans read reminders' words for times, and so do scheduled tasks (one reading of
+# times, shared).
 _FEATURE_IMPORTS_KNOWN = {
     ("lore.memory.purge", "lore.search"),
     ("lore.memory.purge", "lore.search.sources"),
     ("lore.search.timespan", "lore.reminders.phrases"),
+    ("lore.tasks", "lore.reminders"),
+    ("lore.tasks", "lore.reminders.when"),
+    ("lore.tasks.tools", "lore.reminders"),
+    ("lore.tasks.tools", "lore.reminders.when"),
 }
 
 

@@ -217,6 +217,32 @@ class RemindersConfig:
     lease_seconds: float = 60.0
 
 
+@dataclass(frozen=True)
+class TasksConfig:
+    # The budget of each run of a scheduled task (set when the task is): tool rounds, and
+    # seconds the turn may take before it is stopped and the run shown as failed.
+    max_rounds: int = 4
+    max_seconds: int = 120
+
+
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    # `lore serve` reads HEARTBEAT.md in the home this often ("30m", "2h") and tells
+    # the owner only what needs their attention; empty: never.
+    every: str = ""
+
+    @property
+    def seconds(self) -> float:
+        """The period in seconds; 0 when off."""
+        if not self.every.strip():
+            return 0.0
+        from lore.schedule import Interval, parse_schedule
+
+        schedule = parse_schedule(f"every {self.every.strip()}")
+        assert isinstance(schedule, Interval)
+        return float(schedule.seconds)
+
+
 # How often `lore serve` backs the home up (`[backup] every`); "" is never.
 BACKUP_PERIODS = {"": 0.0, "hourly": 3600.0, "daily": 86_400.0, "weekly": 7 * 86_400.0}
 
@@ -369,6 +395,8 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     reminders: RemindersConfig = field(default_factory=RemindersConfig)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
     channels: ChannelsConfig = field(default_factory=ChannelsConfig)
     line: LineConfig = field(default_factory=LineConfig)
@@ -614,6 +642,8 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "reminders.poll_seconds": (0.1, 86_400, "between 0.1 and 86400 seconds"),
     "backup.keep": (1, 10_000, "between 1 and 10000 backups"),
     "reminders.lease_seconds": (1, 86_400, "between 1 and 86400 seconds"),
+    "tasks.max_rounds": (1, 20, "between 1 and 20 tool rounds"),
+    "tasks.max_seconds": (5, 600, "between 5 and 600 seconds"),
     "telegram.poll_seconds": (0, 600, "between 0 and 600 seconds"),
     "tools.exec_timeout": (0.1, 3600, "between 0.1 and 3600 seconds"),
     "tools.output_cap": (500, 1_000_000, "between 500 and 1000000 characters"),
@@ -635,6 +665,23 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "log.backups": (1, 100, "between 1 and 100 files"),
 }
 _MIN_CONTEXT_WINDOW = 2048
+
+
+def _check_heartbeat(heartbeat: HeartbeatConfig) -> None:
+    from lore.schedule import Interval, parse_schedule
+
+    every = heartbeat.every.strip()
+    if not every:
+        return
+    try:
+        schedule = parse_schedule(f"every {every}")
+    except InvalidInputError:
+        schedule = None
+    if not isinstance(schedule, Interval) or schedule.seconds < 60:
+        raise ConfigError(
+            f"setting 'heartbeat.every' is {heartbeat.every!r}; use a period of at least a "
+            'minute like "30m" or "2h" (or empty for never)'
+        )
 
 
 def _login_name() -> str:
@@ -674,6 +721,7 @@ def check(config: Config) -> None:
             f"setting 'backup.every' is {config.backup.every!r}; use hourly, daily or weekly "
             "(or empty for never)"
         )
+    _check_heartbeat(config.heartbeat)
     for proxy in config.api.trusted_proxies:
         if not _is_network(proxy):
             raise ConfigError(

@@ -152,6 +152,12 @@ DESCRIPTIONS: dict[str, str] = {
     " another process added",
     "reminders.lease_seconds": "how long a worker holds a delivery it took; one killed"
     " mid-delivery leaves it to the others after this long",
+    "tasks.max_rounds": "each run of a scheduled task may use this many tool rounds (fixed"
+    " when the task is set)",
+    "tasks.max_seconds": "each run of a scheduled task is stopped after this many seconds and"
+    " shown as failed",
+    "heartbeat.every": '`lore serve` runs a turn over HEARTBEAT.md this often ("30m", "2h")'
+    " and tells the owner only what needs attention; empty: never",
     "log.max_kb": "lore.log is rotated when it reaches this size (KB)",
     "log.backups": "how many rotated logs (lore.log.1, .2, …) are kept; older ones are deleted",
 }

@@ -15,7 +15,8 @@ from lore.config import Config
 __all__ = ["LIVE", "Reload", "reload_settings"]
 
 # Each is read afresh at its every use: a turn (rounds, reply size, message size), a Dream
-# run (its budget), the scheduler's next wait, the log's next line.
+# run (its budget), a task being set (its budget), the scheduler's next wait, the log's
+# next line.
 LIVE = (
     "max_tool_rounds",
     "max_output_tokens",
@@ -24,6 +25,8 @@ LIVE = (
     "dream.max_tokens",
     "dream.max_entries",
     "reminders.poll_seconds",
+    "tasks.max_rounds",
+    "tasks.max_seconds",
     "log.max_kb",
     "log.backups",
 )

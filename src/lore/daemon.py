@@ -32,6 +32,7 @@ from lore.channels.plugin import Channel, open_channels
 from lore.config import OWNER_SCOPE
 from lore.config_reload import reload_settings
 from lore.errors import LoreError
+from lore.events import Inbound, ReplyFailed
 from lore.health import HEALTH
 from lore.logs import resize_log
 from lore.memory.dream import dream_forever
@@ -40,6 +41,8 @@ from lore.reminders.delivery import Deliver, Delivery, session_delivery
 from lore.reminders.scheduler import Scheduler
 from lore.search import embed_backlog_forever
 from lore.sessions.closing import close_idle_sessions, idle_close_forever
+from lore.tasks.heartbeat import heartbeat_forever
+from lore.tasks.runner import TaskRunner, TurnReply
 
 if TYPE_CHECKING:
     import uvicorn
@@ -80,6 +83,15 @@ class Daemon:
             holder=lore.lease_holder,
         )
         self._into_session = session_delivery(lore.sessions, lore.bus.route, lore.bus.deliverer)
+        self.tasks = TaskRunner(
+            lore.tasks,
+            lore.sessions,
+            lore.clock,
+            self._task_turn,
+            queued=self.scheduler.wake,
+            holder=lore.lease_holder,
+            max_sleep=lore.config.reminders.poll_seconds,
+        )
         self._routes = ExitStack()
         self._owner_pushers: dict[str, Deliver] = {}  # channels that reach the owner 1:1
         self._tasks: list[asyncio.Task[None]] = []
@@ -93,6 +105,7 @@ class Daemon:
             for channel in self.channels:
                 self._route(channel.name, channel.deliver, reaches_owner=channel.reaches_owner)
             self._route_owner()
+            await self.tasks.run_once()
             await self.scheduler.run_once()
             await close_idle_sessions(self.lore)
         finally:
@@ -119,6 +132,9 @@ class Daemon:
         from lore.import_extraction import extraction_forever
 
         self._spawn(extraction_forever(lore), "import-extraction")  # imports agreed to
+        self._spawn(self.tasks.run_forever(), "tasks")
+        if lore.config.heartbeat.seconds:
+            self._spawn(heartbeat_forever(lore, self._task_turn, self.scheduler.wake), "heartbeat")
         if self.listener is not None:
             self._start_gateway(self.listener)
         for channel in self.channels:
@@ -138,6 +154,7 @@ class Daemon:
         """Ask `run()` to finish the delivery in hand and return; a turn cut short from
         now on keeps the reply shown so far."""
         self.lore.bus.stop()
+        self.tasks.stop()
         self.scheduler.stop()
 
     def reload(self) -> None:
@@ -154,6 +171,7 @@ class Daemon:
         outcome = reload_settings(self.lore.config, fresh)
         self.lore.config = outcome.config
         self.scheduler.max_sleep = outcome.config.reminders.poll_seconds
+        self.tasks.max_sleep = outcome.config.reminders.poll_seconds
         self.scheduler.wake()
         resize_log(outcome.config.log)
         log.info("%s", outcome.line())
@@ -208,13 +226,22 @@ class Daemon:
         lore = self.lore
         stamp = lore.clock.now().astimezone(lore.zone).strftime("%Y-%m-%d %H:%M:%S %z")
         late = " (late)" if due.late else ""
-        line = f"{stamp} delivered reminder #{due.id} to {due.scope}{late}: {due.text}"
+        line = f"{stamp} delivered {due.noun} #{due.id} to {due.scope}{late}: {due.text}"
         try:
             print(line, flush=True)
         except OSError as exc:
             # It is delivered: a failure now would only deliver it again. The line quotes
             # the reminder, which the log never does.
             log.warning("could not print the delivery of reminder #%d: %s", due.id, exc)
+
+    async def _task_turn(self, inbound: Inbound) -> TurnReply:
+        """A scheduled task's (or the heartbeat's) turn, in its conversation's queue; no
+        one is there to approve a tool that asks first, so such a tool is refused."""
+        outcome = await self.lore.bus.send(inbound)
+        if outcome.ok and outcome.text.strip():
+            return TurnReply(outcome.text)
+        failed = [e.message for e in outcome.events if isinstance(e, ReplyFailed)]
+        return TurnReply(failure=failed[-1] if failed else outcome.text or "no reply")
 
     # -- starting ------------------------------------------------------------------------
 

@@ -48,6 +48,8 @@ class Inbound:
     respond: bool = True
     # The project folder the owner chose to work in (file tools, bootstrap files).
     project: Path | None = None
+    # A scheduled task's own budget of tool rounds (None: the configured `max_tool_rounds`).
+    max_tool_rounds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class ReminderDue:
     reminder_id: int
     late: bool = False
     mention: str = ""  # the person who set it, for channels that can mention
+    mark: str = "⏰"  # how it is marked: a scheduled task's reply 🗓, the heartbeat's 💓
 
 
 Event = (

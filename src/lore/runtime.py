@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import LiveSession, SessionStore
+    from lore.ports.tasks import TaskStore
 
 __all__ = ["Runtime", "build"]
 
@@ -228,6 +229,10 @@ class Runtime:
         return self.backend.reminders
 
     @property
+    def tasks(self) -> TaskStore:
+        return self.backend.tasks
+
+    @property
     def chat_ledger(self) -> ChatLedger:
         """What LINE and Telegram must still know after a restart (received updates,
         the ids of messages Lore sent)."""
@@ -315,6 +320,7 @@ class Runtime:
         from lore.reminders.feature import reminders_feature
         from lore.search.feature import search_feature
         from lore.sessions.feature import sessions_feature
+        from lore.tasks.feature import tasks_feature
         from lore.tools.feature import tools_feature
         from lore.tools.web_feature import web_feature
 
@@ -322,6 +328,7 @@ class Runtime:
             core_feature(self),
             memory_feature(self),
             reminders_feature(self),
+            tasks_feature(self),
             sessions_feature(self),
             search_feature(self),
             tools_feature(self),

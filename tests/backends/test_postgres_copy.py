@@ -12,8 +12,10 @@ import pytest
 from lore.backends.local.database import Database
 from lore.backends.local.memories import SQLiteMemoryStore
 from lore.backends.local.reminders import SQLiteReminderStore
+from lore.backends.local.tasks import SQLiteTaskStore
 from lore.backends.postgres.backend import PostgresBackend
 from lore.cli import main
+from lore.ports.tasks import run_item
 
 pytestmark = pytest.mark.postgres
 
@@ -38,6 +40,13 @@ def sqlite_home(home: Path) -> Path:
     reminders.add(GROUP, "anna", "позвонить маме", NOW + timedelta(days=1),
                   timezone="Europe/Moscow", now=NOW)  # fmt: skip
     reminders.claim_due(NOW + timedelta(seconds=5))
+    tasks = SQLiteTaskStore(db)
+    tasks.add(HOME, "john", "看看天气", NOW, timezone="Asia/Taipei", now=NOW,
+              recurrence="daily 08:00", max_rounds=2)  # fmt: skip
+    (run,) = tasks.claim_due(NOW + timedelta(seconds=5))
+    tasks.lease_runs(owner="w", now=NOW + timedelta(seconds=5), seconds=60)
+    tasks.fail_run(run.id, owner="w", now=NOW + timedelta(seconds=9), error="ошибка модели",
+                   item=run_item(run, "could not run", kind="task_failed", now=NOW))  # fmt: skip
     db.close()
     return home
 
@@ -53,14 +62,17 @@ def test_a_sqlite_home_is_copied_whole_and_compared_table_by_table(
         "changes": local_memories.recent_changes(HOME, limit=50),
         "reminders": [local_reminders.list(s, include_done=True) for s in (HOME, GROUP)],
         "outbox": local_reminders.outbox.items(HOME),
+        "tasks": SQLiteTaskStore(db).list(HOME),
     }
     db.close()
 
     assert main(["migrate", "--to", postgres_url]) == 0
     out = capsys.readouterr().out
-    for table, rows in (("memories", 4), ("memory_audit", 5), ("reminders", 2), ("outbox", 1)):
+    tables = (("memories", 4), ("memory_audit", 5), ("reminders", 2), ("outbox", 2),
+              ("tasks", 1), ("task_runs", 1))  # fmt: skip
+    for table, rows in tables:
         assert f"{table:<13} {rows:>8} rows" in out
-    assert out.count(" same") == 7  # the four tables, live sessions, archive, history
+    assert out.count(" same") == 9  # the six tables, live sessions, archive, history
 
     pg = PostgresBackend(postgres_url)
     try:
@@ -70,6 +82,7 @@ def test_a_sqlite_home_is_copied_whole_and_compared_table_by_table(
         after = [pg.reminders.list(s, include_done=True) for s in (HOME, GROUP)]
         assert after == before["reminders"]
         assert pg.outbox.items(HOME) == before["outbox"]
+        assert pg.tasks.list(HOME) == before["tasks"]
         assert [m.content for m in pg.memory.search(HOME, "花莲", now=NOW)] == [
             "John lives in 花莲"
         ]
@@ -157,7 +170,7 @@ def test_a_home_goes_to_postgres_and_back_whole_sessions_and_history_included(
     back = tmp_path / "home-again"
     assert main(["migrate", "--home", str(back), "--from", postgres_url]) == 0
     out = capsys.readouterr().out
-    assert out.count(" same") == 7
+    assert out.count(" same") == 9
     assert "history              2 rows" in out
     assert _read_home(back) == before
     db = Database(back / "lore.db")
@@ -165,6 +178,8 @@ def test_a_home_goes_to_postgres_and_back_whole_sessions_and_history_included(
     assert [m.content for m in memories.search(HOME, "花莲", now=NOW)] == ["John lives in 花莲"]
     assert [m.content for m in memories.search(GROUP, "семья", now=NOW)] == ["Мама живёт в Москве"]
     assert SQLiteReminderStore(db).list(GROUP)[0].text == "позвонить маме"
+    (task,) = SQLiteTaskStore(db).list(HOME)
+    assert (task.prompt, task.max_rounds, task.last_error) == ("看看天气", 2, "ошибка модели")
     db.close()
 
 

@@ -89,7 +89,7 @@ class Renderer:
         elif isinstance(event, ReminderDue):
             stream = self.out if self.interactive else self.err
             self.end_line()
-            stream.write(self._style("1;36", f"⏰ {event.text}") + "\n")
+            stream.write(self._style("1;36", f"{event.mark} {event.text}") + "\n")
             stream.flush()
 
     def end_line(self) -> None:

@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "chat",
     "memory",
     "remind",
+    "tasks",
     "sessions",
     "import_cmd",
     "skills",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import LiveSession, SessionStore
+    from lore.ports.tasks import TaskStore
 
 __all__ = ["Services"]
 
@@ -74,6 +75,9 @@ class Services(Protocol):
 
     @property
     def outbox(self) -> Outbox: ...
+
+    @property
+    def tasks(self) -> TaskStore: ...
 
     @property
     def chat_ledger(self) -> ChatLedger: ...

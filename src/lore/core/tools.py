@@ -53,6 +53,8 @@ class ToolContext:
     # Reminder ids shown to the model: by set_reminder or list_reminders, this turn or in
     # the history it was sent; only those may be cancelled.
     shown_reminder_ids: set[int] = field(default_factory=set)
+    # And scheduled task ids, by schedule_task or list_tasks.
+    shown_task_ids: set[int] = field(default_factory=set)
     # What this turn showed the model, kept with its reply (`why`).
     provenance: Provenance = field(default_factory=Provenance)
     # Notices for the user ("noted #12 …"), rendered by the channel after the reply.

@@ -150,7 +150,7 @@ class TurnRunner:
                     tools=lore.tools,
                     ctx=ctx,
                     emit=show,
-                    max_rounds=lore.config.max_tool_rounds,
+                    max_rounds=inbound.max_tool_rounds or lore.config.max_tool_rounds,
                     max_tokens=lore.reply_tokens,
                     now_iso=now_iso,
                     on_round=rounds.extend,

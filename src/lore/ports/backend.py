@@ -19,6 +19,7 @@ from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
+from lore.ports.tasks import TaskStore
 
 __all__ = ["STORES", "Backend", "DatabaseState"]
 
@@ -61,6 +62,12 @@ class Backend(Protocol):
 
     @property
     def chat_ledger(self) -> ChatLedger: ...
+
+    @property
+    def tasks(self) -> TaskStore:
+        """Scheduled tasks and their runs, on the outbox's storage (their replies enter
+        the outbox in a run's own transaction)."""
+        ...
 
     @property
     def search_index(self) -> SearchIndexPort: ...

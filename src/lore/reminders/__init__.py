@@ -22,6 +22,8 @@ __all__ = [
     "ReminderStore",
     "create_reminder",
     "describe_reminder",
+    "first_due",
+    "in_words",
     "format_local",
     "parse_when",
 ]
@@ -52,26 +54,7 @@ def create_reminder(
 ) -> Reminder:
     """Store a reminder due at `when` (and repeating by `recurrence`), or refuse with a
     one-line reason; nothing is stored on error."""
-    when = (when or "").strip()
-    if not when and not recurrence:
-        raise InvalidInputError("a reminder needs a time ('when') or a recurrence")
-    first: datetime | None = None
-    if when:
-        try:
-            first = parse_when(when, now, zone)
-        except InvalidInputError:
-            if recurrence or not _is_schedule(when):
-                raise
-            recurrence = when  # "every day at 9" sent as `when`: it is a recurrence
-    schedule: Schedule | None = None
-    if recurrence:
-        local_first = first.astimezone(zone) if first else None
-        schedule = parse_schedule(recurrence, default=local_first)
-        if first is None:
-            first = next_after(schedule, now, now, zone)
-            if first is None:
-                raise InvalidInputError(f"recurrence {quoted(schedule.text)} never fires")
-    assert first is not None
+    first, schedule = first_due(when, recurrence, now=now, zone=zone)
     canonical = schedule.text if schedule else None
     for pending in store.list(scope):
         same_text = " ".join(pending.text.split()).casefold() == " ".join(text.split()).casefold()
@@ -89,6 +72,41 @@ def create_reminder(
         channel=channel,
         session_id=session_id,
     )
+
+
+def first_due(
+    when: str | None,
+    recurrence: str | Mapping[str, Any] | None,
+    *,
+    now: datetime,
+    zone: tzinfo,
+    what: str = "a reminder",
+) -> tuple[datetime, Schedule | None]:
+    """When something set for `when` (and repeating by `recurrence`) first falls due, and
+    its schedule: the one reading of times that reminders and scheduled tasks share. A
+    schedule sent as `when` ("every day at 9") is taken as the recurrence; one that never
+    fires is refused."""
+    when = (when or "").strip()
+    if not when and not recurrence:
+        raise InvalidInputError(f"{what} needs a time ('when') or a recurrence")
+    first: datetime | None = None
+    if when:
+        try:
+            first = parse_when(when, now, zone)
+        except InvalidInputError:
+            if recurrence or not _is_schedule(when):
+                raise
+            recurrence = when  # "every day at 9" sent as `when`: it is a recurrence
+    schedule: Schedule | None = None
+    if recurrence:
+        local_first = first.astimezone(zone) if first else None
+        schedule = parse_schedule(recurrence, default=local_first)
+        if first is None:
+            first = next_after(schedule, now, now, zone)
+            if first is None:
+                raise InvalidInputError(f"recurrence {quoted(schedule.text)} never fires")
+    assert first is not None
+    return first, schedule
 
 
 def describe_reminder(reminder: Reminder, now: datetime | None = None) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lore.ports.sessions import SessionStore
 
 __all__ = [
+    "TASK_KINDS",
     "Deliver",
     "Delivery",
     "due_summary",
@@ -84,6 +85,14 @@ class Delivery:
     def timezone(self) -> str:
         return self.reminder.timezone
 
+    @property
+    def noun(self) -> str:
+        """What it is: a "reminder", a scheduled "task"'s reply (or failure), or what the
+        "heartbeat" found."""
+        if self.item.kind in TASK_KINDS:
+            return "task"
+        return "heartbeat" if self.item.kind == "heartbeat" else "reminder"
+
 
 def due_summary(item: OutboxItem) -> tuple[int, str, str | None]:
     """The reminder's id, text and due time (ISO) an undelivered occurrence shows (`lore
@@ -93,6 +102,10 @@ def due_summary(item: OutboxItem) -> tuple[int, str, str | None]:
         return 0, f"(a delivery that cannot be read: {payload.problem})", None
     return payload.reminder_id, payload.text, payload.due_at.isoformat()
 
+
+# Outbox kinds a scheduled task's run queues: its reply (the turn already put it in the
+# session), or why it could not run.
+TASK_KINDS = ("task", "task_failed")
 
 # How a due occurrence reaches its conversation (the session, then the channel).
 Deliver = Callable[[Delivery], Awaitable[None]]
@@ -108,6 +121,8 @@ def format_reminder(due: Delivery, mention: str | None = None) -> str:
     by default @author), "take out the trash" in the person's own chat (`mention=""`);
     one delivered well after it fell due adds "(late) — was due" and when."""
     who = mention_for(due) if mention is None else mention
+    if due.noun != "reminder":
+        who = ""  # a task's reply (or the heartbeat's) is the conversation's: no one named
     line = f"Reminder for {who}: {due.text}" if who else due.text
     if due.late:
         line += f" (late) — was due {format_local(due.due_at, zone_named(due.timezone))}"
@@ -115,19 +130,25 @@ def format_reminder(due: Delivery, mention: str | None = None) -> str:
 
 
 def reminder_line(due: Delivery, mention: str | None = None) -> str:
-    """`format_reminder` with the ⏰ in front, as chats and transcripts show it."""
-    return f"⏰ {format_reminder(due, mention)}"
+    """`format_reminder` with the ⏰ in front (a task's reply: 🗓), as chats and
+    transcripts show it."""
+    return f"{_MARKS[due.noun]} {format_reminder(due, mention)}"
+
+
+_MARKS = {"reminder": "⏰", "task": "🗓", "heartbeat": "💓"}
 
 
 def reminder_message(due: Delivery) -> Message:
-    return {
+    message: Message = {
         "role": "assistant",
         "content": reminder_line(due),
-        "reminder_id": due.id,
         "late": due.late,
         # When it arrived, as every message says: the transcript and search date it by this.
         "timestamp": due.at.astimezone(UTC).isoformat(timespec="seconds"),
     }
+    if due.noun == "reminder":  # a task's notice (or the heartbeat's) is no reminder's
+        message["reminder_id"] = due.id
+    return message
 
 
 def reminder_event(due: Delivery) -> ReminderDue:
@@ -137,6 +158,7 @@ def reminder_event(due: Delivery) -> ReminderDue:
         reminder_id=due.id,
         late=due.late,
         mention=mention_for(due),
+        mark=_MARKS[due.noun],
     )
 
 
@@ -153,7 +175,8 @@ def session_delivery(
     and a cancellation can then never land between a written line and the outbox."""
 
     async def deliver(due: Delivery) -> None:
-        sessions.live(due.scope).append_once(due.key, [reminder_message(due)])
+        if due.item.kind != "task":  # a task's reply is in the session: its turn put it there
+            sessions.live(due.scope).append_once(due.key, [reminder_message(due)])
         through = channel(due.scope) if channel is not None else None
         if through is not None:
             await through(due)

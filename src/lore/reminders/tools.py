@@ -27,6 +27,8 @@ _SET = (
     "⚠️ A one-shot todo or anything tied to a time is a reminder, never remember. "
     "⚠️ A lasting fact (a birthday, a preference) is remember, not this, unless the user "
     "also asks to be reminded. "
+    "⚠️ Work to do at that time (look something up, check, summarise) is schedule_task: a "
+    "reminder only repeats its text. "
     "`when`: preferably an ISO-8601 time with offset computed from the current time and "
     "timezone in the runtime context (e.g. 2026-12-01T09:00:00+08:00); the user's own phrase "
     "also works ('in 10 minutes', 'tomorrow 9am', '下午3点', 'завтра в 9'). "

@@ -21,6 +21,7 @@ from lore.backends.fake.memories import FakeMemoryStore
 from lore.backends.fake.reminders import FakeReminderStore
 from lore.backends.fake.search_index import FakeSearchIndex
 from lore.backends.fake.sessions import FakeSessions
+from lore.errors import ConfigError
 from lore.ports.backend import DatabaseState
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import SessionStore
+    from lore.ports.tasks import TaskStore
 
 __all__ = ["FakeBackend"]
 
@@ -62,6 +64,12 @@ class FakeBackend:
     @property
     def reminders(self) -> ReminderStore:
         return self._reminders
+
+    @property
+    def tasks(self) -> TaskStore:
+        """Scheduled tasks run turns whose replies a database's outbox holds: this
+        backend keeps none."""
+        raise ConfigError("scheduled tasks need a database: SQLite (the default) or PostgreSQL")
 
     @property
     def chat_ledger(self) -> ChatLedger:

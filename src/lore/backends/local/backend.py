@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lore.ports.reminders import ReminderStore
     from lore.ports.search import SearchIndexPort
     from lore.ports.sessions import SessionStore
+    from lore.ports.tasks import TaskStore
 
 __all__ = ["LocalBackend"]
 
@@ -65,6 +66,12 @@ class LocalBackend:
         from lore.backends.local.reminders import SQLiteReminderStore
 
         return SQLiteReminderStore(self.db, self._outbox)
+
+    @cached_property
+    def tasks(self) -> TaskStore:
+        from lore.backends.local.tasks import SQLiteTaskStore
+
+        return SQLiteTaskStore(self.db, self._outbox)
 
     @cached_property
     def chat_ledger(self) -> ChatLedger:

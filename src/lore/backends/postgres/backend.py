@@ -17,6 +17,7 @@ from lore.backends.postgres.outbox import PostgresOutbox
 from lore.backends.postgres.reminders import PostgresReminderStore
 from lore.backends.postgres.search_index import PostgresSearchIndex
 from lore.backends.postgres.sessions import PostgresSessions
+from lore.backends.postgres.tasks import PostgresTaskStore
 from lore.config import redact_url
 from lore.ports.backend import DatabaseState
 from lore.ports.chat_ledger import ChatLedger
@@ -26,6 +27,7 @@ from lore.ports.outbox import Outbox
 from lore.ports.reminders import ReminderStore
 from lore.ports.search import SearchIndexPort
 from lore.ports.sessions import SessionStore
+from lore.ports.tasks import TaskStore
 
 if TYPE_CHECKING:
     from lore.embed import Embedder
@@ -47,6 +49,7 @@ class PostgresBackend:
         self.outbox: Outbox = outbox
         self._reminders = PostgresReminderStore(self.db, outbox)
         self.reminders: ReminderStore = self._reminders
+        self.tasks: TaskStore = PostgresTaskStore(self.db, outbox)
         self.search_index: SearchIndexPort = PostgresSearchIndex(self.db, embedder)
         # One connection of its own holds this process's advisory locks (turns, jobs).
         self.locks = LockHub(url, self.db)

@@ -1,7 +1,8 @@
 """Copy a SQLite `lore.db` into an empty PostgreSQL database, without loss: memories
-(every version, forgotten ones included, ids kept), their audit, reminders and the
-outbox, in one transaction. Each table is then read back from both sides and compared
-by count and content hash; a mismatch rolls the copy back.
+(every version, forgotten ones included, ids kept), their audit, reminders, the
+outbox and scheduled tasks with their runs, in one transaction. Each table is then read
+back from both sides and compared by count and content hash; a mismatch rolls the copy
+back.
 
 The search index is not copied: active memories are queued for indexing (by the
 triggers, as they arrive), and notes and archived sessions are read again from their
@@ -27,7 +28,7 @@ from lore.text import index_terms
 
 __all__ = ["COLUMNS", "TableCopy", "copy_sqlite", "table_digest"]
 
-_TABLES = ("memories", "memory_audit", "reminders", "outbox")
+_TABLES = ("memories", "memory_audit", "reminders", "outbox", "tasks", "task_runs")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def copy_sqlite(source: Database, target: PostgresDatabase) -> list[TableCopy]:
         _insert(conn, "memory_audit", rows["memory_audit"], {"at": _iso, "detail": _json})
         _insert(conn, "reminders", rows["reminders"], dict.fromkeys(_REMINDER_TIMES, _time))
         _insert(conn, "outbox", rows["outbox"], {"payload": _json, **_OUTBOX_TIMES})
+        _insert(conn, "tasks", rows["tasks"], dict.fromkeys(_TASK_TIMES, _time))
+        _insert(conn, "task_runs", rows["task_runs"], {"late": bool, **_RUN_TIMES})
         for table in _TABLES:
             conn.execute(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
@@ -96,8 +99,17 @@ COLUMNS = {
         "id, key, scope, channel, kind, payload, status, created_at, available_at,"
         " lease_owner, lease_until, attempts, delivered_at, delivered_by, last_error"
     ),
+    "tasks": (
+        "id, scope, author, prompt, due_at, timezone, recurrence, anchor_at, status, channel,"
+        " trust, max_rounds, max_seconds, created_at, run_count, cancelled_at"
+    ),
+    "task_runs": (
+        "id, task_id, key, scope, due_at, late, status, attempts, lease_owner, lease_until,"
+        " error, created_at, finished_at"
+    ),
 }
 _REMINDER_TIMES = ("due_at", "anchor_at", "created_at", "delivered_at", "cancelled_at")
+_TASK_TIMES = ("due_at", "anchor_at", "created_at", "cancelled_at")
 _SECONDS = ("created_at", "available_at", "lease_until", "delivered_at")
 
 
@@ -128,6 +140,9 @@ def _time(value: Any) -> datetime | None:
 
 
 _OUTBOX_TIMES: dict[str, Convert] = dict.fromkeys(_SECONDS, _time)
+_RUN_TIMES: dict[str, Convert] = dict.fromkeys(
+    ("due_at", "lease_until", "created_at", "finished_at"), _time
+)
 
 
 def _insert(
@@ -204,6 +219,8 @@ def table_digest(table: str, rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _canonical(column: str, value: Any) -> Any:
+    if column == "late":  # SQLite keeps 0/1, PostgreSQL a boolean
+        return bool(value)
     if isinstance(value, datetime):
         return value.timestamp()
     if isinstance(value, str) and column in ("keywords", "detail", "payload"):

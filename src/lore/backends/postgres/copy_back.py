@@ -24,7 +24,7 @@ from lore.text import index_terms
 
 __all__ = ["copy_to_sqlite"]
 
-_TABLES = ("memories", "memory_audit", "reminders", "outbox")
+_TABLES = ("memories", "memory_audit", "reminders", "outbox", "tasks", "task_runs")
 
 Convert = Callable[[Any], Any]
 
@@ -61,6 +61,14 @@ _CONVERT: dict[str, dict[str, Convert]] = {
         "created_at": _seconds,
         "available_at": _seconds,
         "delivered_at": _seconds,
+        "lease_until": _real,
+    },
+    "tasks": dict.fromkeys(("due_at", "anchor_at", "created_at", "cancelled_at"), _seconds),
+    "task_runs": {
+        "late": int,
+        "due_at": _seconds,
+        "created_at": _seconds,
+        "finished_at": _seconds,
         "lease_until": _real,
     },
 }

@@ -253,6 +253,13 @@ class ScopeAccess:
         now = self.lore.clock.now()
         return {**reminder.to_dict(), "description": describe_reminder(reminder, now)}
 
+    def tasks(self) -> list[str]:
+        """The scope's pending scheduled tasks, one line each, with how each last ran."""
+        from lore.tasks import describe_task
+
+        now = self.lore.clock.now()
+        return [describe_task(task, now) for task in self.lore.tasks.list(self.scope)]
+
     # -- sessions -----------------------------------------------------------------------
 
     def sessions(self) -> dict[str, Any]:

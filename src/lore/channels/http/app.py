@@ -68,6 +68,7 @@ def create_app(
         openai_api,
         reminders_api,
         sessions_api,
+        tasks_api,
         web,
     )
 
@@ -135,6 +136,7 @@ def create_app(
     app.include_router(openai_api.router)
     app.include_router(memories_api.router)
     app.include_router(reminders_api.router)
+    app.include_router(tasks_api.router)
     app.include_router(sessions_api.router)
     app.include_router(imports_api.router)
     app.include_router(web.router)

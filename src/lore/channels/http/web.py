@@ -103,6 +103,7 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
         **_memories_context(access),
         reminders=access.reminders(),
         undelivered=access.undelivered(),
+        tasks=access.tasks(),
         sessions=access.sessions(),
         **_projects_context(request, viewer, access.scope),
     )
@@ -294,6 +295,7 @@ def _reminders(request: Request, access: ScopeAccess, change: Callable[[], objec
         scope=access.scope,
         reminders=access.reminders(),
         undelivered=access.undelivered(),
+        tasks=access.tasks(),
         reminder_error=error,
     )
 
