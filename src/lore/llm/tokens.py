@@ -25,6 +25,7 @@ _PER_REPLY = 3
 _RATIO_MIN, _RATIO_MAX = 0.5, 2.0
 # Weight of a new observation; small, so one odd reply does not swing the budget.
 _SMOOTHING = 0.3
+_REMEMBERED = 4096  # texts whose counts are kept (a window of messages, and more)
 
 # Han, kana, Hangul and CJK punctuation/full-width forms: roughly one token per character.
 _CJK = re.compile(
@@ -70,6 +71,8 @@ class TokenCounter:
         provider, _, name = model.partition("/") if "/" in model else ("", "", model)
         self._use_tiktoken = provider == "openai" or bool(_OPENAI_NAMES.match(name.lower()))
         self._ratio = 1.0
+        # Raw counts of texts seen lately: every turn counts the whole window again.
+        self._counted: dict[str, int] = {}
 
     @property
     def ratio(self) -> float:
@@ -136,6 +139,15 @@ class TokenCounter:
     def _raw(self, text: str) -> int:
         if not text:
             return 0
+        found = self._counted.get(text)
+        if found is None:
+            found = self._uncached(text)
+            if len(self._counted) >= _REMEMBERED:
+                self._counted.clear()
+            self._counted[text] = found
+        return found
+
+    def _uncached(self, text: str) -> int:
         if self._use_tiktoken:
             encoding = _encoding()
             if encoding is not None:
