@@ -89,6 +89,7 @@ quickstart: $(VENV)/.test
 bench: $(VENV)/.test
 	$(PY) bench/startup.py
 	$(PY) bench/runtime.py
+	$(PY) bench/oneshot_turn.py
 	$(PY) bench/memory_block.py
 	$(PY) bench/remember.py
 	$(PY) bench/reminders_due.py

@@ -82,3 +82,28 @@ async def test_serve_works_off_the_backlog(
         await asyncio.sleep(0.05)
     task.cancel()
     assert index.pending_vectors() == 0
+
+
+async def test_a_one_shot_turn_leaves_its_messages_to_the_next_process_found_by_text_meanwhile(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    """Loading the embedder for two messages would cost a one-shot process more than its
+    turn: they wait, found by text, until a process that embeds anyway gives them vectors."""
+    model.reply("Lovely, tulips in March!")
+    out = io.StringIO()
+    assert await run_once(lore, HOME, "the tulips are up", out=out, err=io.StringIO()) == 0
+    found = searcher(lore)
+    assert found.index.pending_vectors(kinds=("message",)) == 2
+    hits = found.search("tulips", HOME, mode="text")
+    assert {h.entry.text for h in hits} >= {"the tulips are up", "Lovely, tulips in March!"}
+    found.search("tulips", HOME, embed_first=256)  # `lore memory search`, say
+    assert found.index.pending_vectors() == 0
+
+
+async def test_a_conversation_that_goes_on_embeds_each_turns_messages(
+    lore: Runtime, model: ScriptedProvider
+) -> None:
+    model.reply("Lovely, tulips in March!")
+    await lore.conversation(HOME, emit=lambda event: None).send("the tulips are up")
+    await lore.background.drain()
+    assert searcher(lore).index.pending_vectors() == 0

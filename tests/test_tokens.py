@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lore.llm.tokens import TokenCounter, estimate_tokens
-from lore.messages import ToolCallRecord
+from lore.messages import Message, ToolCallRecord
 
 
 def test_cjk_characters_count_about_one_token_each() -> None:
@@ -86,3 +86,32 @@ def test_estimate_counts_russian_about_two_characters_a_token() -> None:
     # cl100k gives about one token per two characters of Russian; never estimate far below.
     assert estimate_tokens(russian) >= len(russian) // 2 - 5
     assert estimate_tokens("The user drinks tea without sugar.") <= 10
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"])
+def test_the_upper_bound_is_never_below_the_count(model: str) -> None:
+    """What lets a turn skip loading the tokenizer while everything fits by the bound."""
+    counter = TokenCounter(model)
+    counter.calibrate(100, 170)  # a scaled counter too
+    texts = [
+        "hello world",
+        "我住在花蓮，每天早上喝咖啡。",
+        "Мама любит кофе по утрам",
+        "🌷🌷 tulips ١٢٣ <|endoftext|>",
+        "x" * 5000,
+    ]
+    for text in texts:
+        assert counter.most(text) >= counter.count(text)
+    messages: list[Message] = [{"role": "user", "content": text} for text in texts]
+    assert counter.most_messages(messages, "You are Lore.") >= counter.count_messages(
+        messages, "You are Lore."
+    )
+
+
+def test_an_estimating_counter_counts_the_same_by_its_bound_and_loads_nothing() -> None:
+    counter = TokenCounter("anthropic/claude-sonnet-4-5")
+    assert counter.loaded
+    assert counter.most("我住在花蓮 and more") == counter.count("我住在花蓮 and more")
+    exact = TokenCounter("openai/gpt-4o-mini")
+    exact.count("hello")
+    assert exact.loaded  # in memory from now on: counting is exact at no cost

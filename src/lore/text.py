@@ -183,6 +183,8 @@ def _segmenter() -> Callable[[str], list[str]]:
 
 
 def _segment(run: str) -> list[str]:
+    if len(run) == 1:  # jieba's answer for one character; a date's 年, 月, 日 never load it
+        return [run]
     return _segmenter()(run)
 
 

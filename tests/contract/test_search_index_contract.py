@@ -11,6 +11,7 @@ import pytest
 
 from lore.backends.fake.embedder import HashEmbedder
 from lore.embed import default_embedder
+from lore.messages import Message
 from lore.ports.search import Entry, SearchIndexPort, SourceRecord
 from lore.search import hybrid
 from tests.contract.conftest import Backend
@@ -190,6 +191,42 @@ def test_embedding_only_the_recent_leaves_an_older_backlog_waiting(
     assert index.embed_pending(since=NOW - 60) == 1  # what a turn just wrote
     assert index.pending_vectors() == 1
     assert index.embed_pending() == 1
+
+
+def test_the_waiting_are_counted_by_date_and_kind(index: SearchIndexPort) -> None:
+    index.put(
+        [
+            Entry(HOME, "message", "s1", 0, T0, "我们上个月去了花莲", "john"),
+            Entry(HOME, "message", "s1", 1, NOW, "Сегодня мы купили билеты", "john"),
+            Entry(HOME, "memory", "", 7, NOW, "John bought the train tickets"),
+        ]
+    )
+    assert index.pending_vectors() == 3
+    assert index.pending_vectors(since=NOW - 60) == 2
+    assert index.pending_vectors(since=NOW - 60, kinds=("memory", "note")) == 1
+    assert index.pending_vectors(kinds=("message",)) == 2
+    assert index.pending_vectors(since=NOW + 60) == 0
+
+
+def test_a_chinese_question_with_a_date_finds_that_days_english_message(
+    index: SearchIndexPort, backend_name: str
+) -> None:
+    """The day of a message is indexed as people write it, in Chinese too."""
+    from zoneinfo import ZoneInfo
+
+    from lore.search.sources import session_entries
+
+    needs_real_search(backend_name)
+    zone = ZoneInfo("Asia/Taipei")
+    messages: list[Message] = [
+        {"role": "user", "content": "We went hiking today", "timestamp": "2023-05-08T02:00:00Z"},
+        {"role": "user", "content": "We went hiking again", "timestamp": "2023-06-19T02:00:00Z"},
+    ]
+    index.put(session_entries("s1", HOME, messages, default_at=T0, zone=zone))
+    ids = index.text_search([HOME], "2023年5月8日我们做了什么？", limit=5, now=NOW)
+    assert texts(index, ids)[0] == "We went hiking today"
+    ids = index.text_search([HOME], "2023年6月19日", limit=5, now=NOW)
+    assert texts(index, ids)[0] == "We went hiking again"
 
 
 def test_stats_count_entries_sources_scopes_vectors_and_the_waiting(

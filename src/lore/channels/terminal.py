@@ -115,6 +115,7 @@ async def run_once(
 ) -> int:
     """One message or slash command; the reply on `out`; exit code 0 on success."""
     renderer = Renderer(out, err, interactive=False)
+    lore.background.one_shot = True
     # Asking needs a person at the keyboard; a script's `ask` tools are refused instead.
     approver = _approver(lore, err, renderer) if sys.stdin.isatty() and err.isatty() else None
     conversation = lore.conversation(key, emit=renderer.emit, approver=approver, project=project)

@@ -34,6 +34,9 @@ class Background:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self.waiting = 0  # jobs waiting for the database to come back
+        # The process ends once this work is done (`lore chat -m`): work that only makes
+        # a later process faster (embedding the turn's messages) is left to that one.
+        self.one_shot = False
 
     def spawn(
         self,

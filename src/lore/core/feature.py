@@ -48,6 +48,8 @@ class CompletedTurn:
     reply_text: str
     messages: list[Message]  # user message + everything the turn added
     fixed_tokens: int = 0  # system prompt + tool schemas + the user message, as sent
+    # The exact count, when `fixed_tokens` is only an upper bound (the tokenizer unloaded).
+    count_fixed: Callable[[], int] | None = None
 
 
 # A system-prompt section: given the turn, its text or None.

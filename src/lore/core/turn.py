@@ -122,7 +122,7 @@ class TurnRunner:
         rounds: list[Message] = []  # finished tool rounds, kept even if the turn fails
         sent: list[Message] = []  # the history the request carried
         system = ""
-        fixed = 0
+        fixed, exact = 0, True
         with session.draft(index, why=ctx.provenance.to_dict) as draft:
 
             def show(event: Event) -> None:
@@ -135,12 +135,13 @@ class TurnRunner:
                 if provider.supports_tools:
                     await lore.tools.prepare(ctx)  # an MCP server starts on first need
                 system = self.system_prompt(ctx)
-                fixed = self._fixed_tokens(system, user, ctx)
+                fixed, exact = self._fixed_tokens(system, user, ctx, history[start:])
+                count = lore.tokens.count_messages if exact else lore.tokens.most_messages
                 window = history_window(
                     history,
                     start=start,
                     budget=lore.history_budget(fixed),
-                    count=lambda message: lore.tokens.count_messages([message]),
+                    count=lambda message: count([message]),
                 )
                 sent = window.messages
                 result = await run_tool_loop(
@@ -192,7 +193,7 @@ class TurnRunner:
                     emit(Notice(notice))
                 emit(ReplyFailed(str(exc)))
                 return None
-        if result.first_prompt_tokens:
+        if result.first_prompt_tokens and exact:
             # The provider's count includes the tool schemas; so must the estimate.
             estimated = lore.tokens.count_messages([*sent, user], system)
             estimated += self.tool_schema_tokens(ctx)
@@ -209,6 +210,7 @@ class TurnRunner:
             reply_text=result.text,
             messages=[user, *result.messages],
             fixed_tokens=fixed,
+            count_fixed=None if exact else lambda: self._exact_fixed_tokens(system, user, ctx),
         )
         self._after_turn(completed, emit)
         if late is not None:
@@ -245,13 +247,29 @@ class TurnRunner:
     def tool_schema_tokens(self, ctx: ToolContext) -> int:
         """Tokens of the tool schemas this turn's request carries (only the tools offered
         to this speaker: a member's request has no owner-only tools)."""
+        return self.services.tokens.count(self._schemas(ctx))
+
+    def _schemas(self, ctx: ToolContext) -> str:
         lore = self.services
         if not lore.provider.supports_tools:
-            return 0
-        specs = [vars(spec) for spec in lore.tools.specs(ctx)]
-        return lore.tokens.count(json.dumps(specs, ensure_ascii=False))
+            return ""
+        return json.dumps([vars(spec) for spec in lore.tools.specs(ctx)], ensure_ascii=False)
 
-    def _fixed_tokens(self, system: str, user: Message, ctx: ToolContext) -> int:
+    def _fixed_tokens(
+        self, system: str, user: Message, ctx: ToolContext, history: list[Message]
+    ) -> tuple[int, bool]:
+        """Tokens of the system prompt, the tool schemas and the user message, and whether
+        that count is exact. Until its tokenizer is needed, an upper bound does: while the
+        whole history fits the window by the bound, nothing is cut, and a one-shot turn
+        never loads the tokenizer."""
+        tokens = self.services.tokens
+        if not tokens.loaded:
+            most = tokens.most_messages([user], system) + tokens.most(self._schemas(ctx))
+            if tokens.most_messages(history) <= self.services.history_budget(most):
+                return most, False
+        return self._exact_fixed_tokens(system, user, ctx), True
+
+    def _exact_fixed_tokens(self, system: str, user: Message, ctx: ToolContext) -> int:
         return self.services.tokens.count_messages([user], system) + self.tool_schema_tokens(ctx)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from lore.llm.base import Message, content_text
@@ -25,6 +25,7 @@ _PER_REPLY = 3
 _RATIO_MIN, _RATIO_MAX = 0.5, 2.0
 # Weight of a new observation; small, so one odd reply does not swing the budget.
 _SMOOTHING = 0.3
+_REMEMBERED = 4096  # texts whose counts are kept (a window of messages, and more)
 
 # Han, kana, Hangul and CJK punctuation/full-width forms: roughly one token per character.
 _CJK = re.compile(
@@ -70,6 +71,8 @@ class TokenCounter:
         provider, _, name = model.partition("/") if "/" in model else ("", "", model)
         self._use_tiktoken = provider == "openai" or bool(_OPENAI_NAMES.match(name.lower()))
         self._ratio = 1.0
+        # Raw counts of texts seen lately: every turn counts the whole window again.
+        self._counted: dict[str, int] = {}
 
     @property
     def ratio(self) -> float:
@@ -81,22 +84,40 @@ class TokenCounter:
         """True when counts come from the model's own tokenizer rather than an estimate."""
         return self._use_tiktoken and _encoding() is not None
 
+    @property
+    def loaded(self) -> bool:
+        """True when counting loads nothing: an estimating counter, or the tokenizer is
+        already in memory (loading it costs about 0.3 s of CPU and 37 MB)."""
+        return not self._use_tiktoken or _encoding.cache_info().currsize > 0
+
     def count(self, text: str) -> int:
         return self._scaled(self._raw(text))
 
     def count_messages(self, messages: Iterable[Message], system: str = "") -> int:
         """Tokens a request with these messages would use, including the chat wrapping."""
+        return self._scaled(self._total(messages, system, self._raw))
+
+    def most(self, text: str) -> int:
+        """At least what `count(text)` gives, without a tokenizer: each of its tokens
+        holds at least one UTF-8 byte (an estimating counter gives its estimate)."""
+        return self._scaled(self._most(text))
+
+    def most_messages(self, messages: Iterable[Message], system: str = "") -> int:
+        """At least what `count_messages` gives, as `most` counts."""
+        return self._scaled(self._total(messages, system, self._most))
+
+    def _total(self, messages: Iterable[Message], system: str, raw: Callable[[str], int]) -> int:
         total = _PER_REPLY
         if system:
-            total += _PER_MESSAGE + self._raw(system)
+            total += _PER_MESSAGE + raw(system)
         for message in messages:
-            total += _PER_MESSAGE + self._raw(content_text(message.get("content")))
+            total += _PER_MESSAGE + raw(content_text(message.get("content")))
             for call in message.get("tool_calls") or []:
-                total += _PER_MESSAGE + self._raw(call["name"])
-                total += self._raw(call["arguments"])
+                total += _PER_MESSAGE + raw(call["name"])
+                total += raw(call["arguments"])
             if message["role"] == "tool":
-                total += self._raw(str(message.get("tool_call_id", "")))
-        return self._scaled(total)
+                total += raw(str(message.get("tool_call_id", "")))
+        return total
 
     def calibrate(self, estimated: int, actual: int) -> None:
         """Learn from a request this counter estimated at `estimated` and that the
@@ -118,10 +139,24 @@ class TokenCounter:
     def _raw(self, text: str) -> int:
         if not text:
             return 0
+        found = self._counted.get(text)
+        if found is None:
+            found = self._uncached(text)
+            if len(self._counted) >= _REMEMBERED:
+                self._counted.clear()
+            self._counted[text] = found
+        return found
+
+    def _uncached(self, text: str) -> int:
         if self._use_tiktoken:
             encoding = _encoding()
             if encoding is not None:
                 return len(encoding.encode_ordinary(text))
+        return estimate_tokens(text)
+
+    def _most(self, text: str) -> int:
+        if self._use_tiktoken:
+            return len(text.encode("utf-8", "surrogatepass"))
         return estimate_tokens(text)
 
     def _scaled(self, count: int) -> int:

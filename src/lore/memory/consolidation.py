@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Protocol
@@ -97,27 +97,43 @@ async def consolidate_after_turn(
 ) -> None:
     """The after-turn hook: one bounded pass if the window is near its budget, which is
     the budget the turn itself had (system prompt, tool schemas, its message)."""
-    await maybe_consolidate(lore, lore.session(turn.scope), system_tokens=turn.fixed_tokens)
+    await maybe_consolidate(
+        lore, lore.session(turn.scope), system_tokens=turn.fixed_tokens, exact=turn.count_fixed
+    )
 
 
 async def maybe_consolidate(
-    lore: ConsolidationServices, session: LiveSession, *, system_tokens: int
+    lore: ConsolidationServices,
+    session: LiveSession,
+    *,
+    system_tokens: int,
+    exact: Callable[[], int] | None = None,
 ) -> Consolidation | None:
-    """Run at most one consolidation pass on `session`; None when none was needed."""
+    """Run at most one consolidation pass on `session`; None when none was needed.
+    `system_tokens` may be an upper bound, with `exact` giving the count when needed."""
     lock = lore.config.sessions_dir / ".locks" / key_to_filename(session.key, ".consolidating.lock")
     with lore.exclusive(f"consolidate:{session.key}", lock) as free:
         if not free:
             return None  # another process is on it; the next turn looks again
-        return await _one_pass(lore, session, system_tokens)
+        return await _one_pass(lore, session, system_tokens, exact)
 
 
 async def _one_pass(
-    lore: ConsolidationServices, session: LiveSession, system_tokens: int
+    lore: ConsolidationServices,
+    session: LiveSession,
+    system_tokens: int,
+    exact: Callable[[], int] | None,
 ) -> Consolidation | None:
     settings = lore.config.consolidation
     session.refresh()
     messages = list(session.messages)
     start = session.meta.last_consolidated
+    if not lore.tokens.loaded:  # an upper bound first: far from the budget, no tokenizer
+        most = lore.tokens.most_messages(messages[start:])
+        if most <= settings.threshold * lore.history_budget(system_tokens):
+            return None
+    if exact is not None:
+        system_tokens = exact()
     # Only the unconsolidated part is counted; the prefix is never looked at again.
     costs = [0] * start + [lore.tokens.count_messages([m]) for m in messages[start:]]
     budget = lore.history_budget(system_tokens)

@@ -62,13 +62,19 @@ def recent_history_section(lore: HistoryServices, ctx: ToolContext) -> str | Non
     if not entries:
         return None
     budget = _history_tokens(lore)
+    # One line per entry, so no entry can pose as another.
+    newest_first = [
+        f"- [{_local_stamp(entry.timestamp, lore)}] "
+        f"{_data(' '.join(entry.content[:_ENTRY_CHARS].split()))}"
+        for entry in reversed(entries)
+    ]
+    count = lore.tokens.count
+    if not lore.tokens.loaded and sum(map(lore.tokens.most, newest_first)) <= budget:
+        count = lore.tokens.most  # all fit by an upper bound: no tokenizer to load
     lines: list[str] = []
     used = 0
-    for entry in reversed(entries):
-        local = _local_stamp(entry.timestamp, lore)
-        # One line per entry, so no entry can pose as another.
-        line = f"- [{local}] {_data(' '.join(entry.content[:_ENTRY_CHARS].split()))}"
-        cost = lore.tokens.count(line)
+    for line in newest_first:
+        cost = count(line)
         if lines and used + cost > budget:
             break
         lines.append(line)

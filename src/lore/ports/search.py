@@ -122,7 +122,8 @@ class SearchIndexPort(Protocol):
     def source_record(self, kind: str, source: str) -> SourceRecord | None:
         """One source's record, read alone (a turn looks up its own session)."""
 
-    def pending_vectors(self) -> int: ...
+    def pending_vectors(self, *, since: float | None = None, kinds: Sequence[str] = KINDS) -> int:
+        """Entries without a vector (only those of `kinds` dated `since` or later)."""
 
     def embed_pending(
         self,

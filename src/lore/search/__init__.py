@@ -56,6 +56,7 @@ _FILE_CHECK_SECONDS = 2.0
 log = logging.getLogger(__name__)
 
 _EMBED_BATCH = 128
+_NOT_MESSAGES = ("memory", "note")
 # What one result line shows of its entry: enough to judge it, little enough that ten
 # results cost the prompt about 700 tokens.
 _LINE_CHARS = 220
@@ -189,7 +190,8 @@ class LoreSearch:
 
     def schedule_embedding(self, *, since: float | None = None) -> None:
         """Embed some pending entries (dated `since` or later) in the background, if an
-        event loop is running and no such run is under way."""
+        event loop is running and no such run is under way; in a one-shot process, only
+        if a memory or note is among them (messages then go in the same batch)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -197,6 +199,13 @@ class LoreSearch:
         if self._embedding is not None and not self._embedding.done():
             return
         if self.index.pending_vectors() == 0:
+            return
+        if self._lore.background.one_shot and not self.index.pending_vectors(
+            since=since, kinds=_NOT_MESSAGES
+        ):
+            # Loading the embedder would cost a one-shot process more than its turn: its
+            # messages are found by text now, by meaning once `lore serve`, a later turn
+            # that embeds or `lore index rebuild` gives them vectors.
             return
 
         async def job() -> None:

@@ -149,8 +149,13 @@ class FakeSearchIndex:
 
     # -- vectors ----------------------------------------------------------------------------
 
-    def pending_vectors(self) -> int:
-        return sum(row.vector is None for row in self._rows.values())
+    def pending_vectors(self, *, since: float | None = None, kinds: Sequence[str] = KINDS) -> int:
+        return sum(
+            row.vector is None
+            and row.entry.kind in kinds
+            and (since is None or row.entry.at >= since)
+            for row in self._rows.values()
+        )
 
     def embed_pending(
         self,

@@ -254,8 +254,16 @@ class SearchIndex:
 
     # -- vectors ----------------------------------------------------------------------------
 
-    def pending_vectors(self) -> int:
-        row = self._db.conn.execute("SELECT count(*) FROM search_entries WHERE embedded = 0")
+    def pending_vectors(self, *, since: float | None = None, kinds: Sequence[str] = KINDS) -> int:
+        if since is None and set(kinds) >= set(KINDS):
+            row = self._db.conn.execute("SELECT count(*) FROM search_entries WHERE embedded = 0")
+            return int(row.fetchone()[0])
+        marks = ", ".join("?" * len(kinds))
+        row = self._db.conn.execute(
+            "SELECT count(*) FROM search_entries WHERE embedded = 0 AND at >= ?"
+            f" AND kind IN ({marks})",
+            (float("-inf") if since is None else since, *kinds),
+        )
         return int(row.fetchone()[0])
 
     def embed_pending(

@@ -249,8 +249,12 @@ class PostgresSearchIndex:
 
     # -- vectors ----------------------------------------------------------------------------
 
-    def pending_vectors(self) -> int:
-        row = self._db.fetch_one("SELECT count(*) AS n FROM search_entries WHERE embedding IS NULL")
+    def pending_vectors(self, *, since: float | None = None, kinds: Sequence[str] = KINDS) -> int:
+        row = self._db.fetch_one(
+            "SELECT count(*) AS n FROM search_entries WHERE embedding IS NULL"
+            " AND at >= %s AND kind = ANY(%s)",
+            (float("-inf") if since is None else since, list(kinds)),
+        )
         return 0 if row is None else int(row["n"])
 
     def embed_pending(
