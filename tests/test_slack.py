@@ -386,3 +386,26 @@ async def test_a_refused_app_token_is_said_once_and_the_events_api_still_answers
     ]
     assert fake.connections == 0 and fake.calls.count("apps.connections.open") == 1
     assert answer["text"] == "re: are you there?"
+
+
+async def test_conversations_keep_their_names_a_dm_the_persons_a_channel_its_own(
+    slack_config: Config, model: ScriptedProvider, clock: FixedClock, fake: FakeSlack
+) -> None:
+    model.default = _echo
+    renamed = {
+        "type": "event_callback",
+        "event_id": "Ev0RENAME01",
+        "event": {"type": "channel_rename", "channel": {"id": FAMILY, "name": "家人"}},
+    }
+    async with slack_lore(slack_config, model, clock, fake) as slack:
+        await slack.say("what is on today?", user=JOHN, channel=JOHN_DM)
+        await slack.say("мама прилетает в четверг", user=AMY, channel=FAMILY)
+        await slack.settle(1)
+        await slack.channel.drain()
+        names = {s: n.name for s, n in slack.lore.chat_ledger.conversation_names().items()}
+        assert names[f"slack:{FAMILY}"] == "#family"
+        assert names[f"slack:{JOHN}"] == "John"
+        assert (await slack.post(renamed)).status_code == 200
+        await slack.channel.drain()
+        after = slack.lore.chat_ledger.conversation_names()[f"slack:{FAMILY}"].name
+    assert after == "#家人"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from lore.channels.chat_approval import ChatApprovals
 from lore.channels.chat_inbox import ChatInbox, in_conversation
 from lore.channels.message_split import split_message
+from lore.channels.names import ConversationNames
 from lore.channels.slack_api import BotIdentity, SlackApi, SlackApiError
 from lore.channels.slack_events import (
     Place,
@@ -96,6 +97,8 @@ class SlackChannel:
         self.me = BotIdentity("", "", "", "")
         self.approvals: ChatApprovals[str] = ChatApprovals(self._ask, "slack")
         self.ready = asyncio.Event()  # set once the bot knows who it is
+        self.names = ConversationNames(lore, "slack")
+        self._named: set[str] = set()  # conversations whose name this process looked up
 
     def check_installed(self) -> None:
         """One clear line when the Slack client is missing, before anything starts."""
@@ -250,18 +253,45 @@ class SlackChannel:
         return True
 
     def _noticed(self, envelope: dict[str, Any]) -> None:
-        """Events that need no turn; the bot joining a channel is logged with its key."""
+        """Events that need no turn: the bot joining a channel is logged with its name and
+        key, and a channel renamed keeps its new name."""
         event = envelope.get("event") or {}
         if event.get("type") == "member_joined_channel" and event.get("user") == self.me.user_id:
             self._start(self._log_join(str(event.get("channel") or "")))
+        elif event.get("type") == "channel_rename" and isinstance(event.get("channel"), dict):
+            renamed = event["channel"]
+            scope = str(Scope("slack", "", str(renamed.get("id") or "")))
+            if renamed.get("id") and renamed.get("name"):
+                self.names.note(scope, f"#{renamed['name']}")
+                self._named.add(scope)
 
     async def _log_join(self, channel: str) -> None:
         try:
             name = await self.api.channel_name(channel)
         except SlackApiError:
             name = ""
-        scope = Scope("slack", "", channel)
+        scope = str(Scope("slack", "", channel))
+        self._named.add(scope)
+        self.names.joined(scope, f"#{name}" if name else "")
         log.info("slack: Lore joined #%s; its conversation is %s", name or channel, scope)
+
+    async def _keep_name(self, message: SlackMessage, author: str) -> None:
+        """The conversation's name, looked up once a process: the person of a DM, the
+        channel's #name, a thread as the channel's (the names page and lists show it)."""
+        scope = message.scope
+        if scope in self._named:
+            return
+        self._named.add(scope)
+        if message.direct:
+            self.names.note(scope, author)
+            return
+        try:
+            name = await self.api.channel_name(message.channel)
+        except SlackApiError:
+            self._named.discard(scope)  # asked again with the next message
+            return
+        if name:
+            self.names.note(scope, f"#{name} (thread)" if message.thread_ts else f"#{name}")
 
     def _dispatch(self, message: SlackMessage, key: str, *, replayed: bool = False) -> None:
         trust = self._trust(message.user, direct=message.direct)
@@ -307,6 +337,7 @@ class SlackChannel:
         chat = turn.message.scope
         try:
             author = await self._name_of(turn.message.user)
+            await self._keep_name(turn.message, author)
             if before is not None:
                 await before
             await self._turn(turn, author)
