@@ -94,6 +94,10 @@ def _plant(config: Config) -> int:
     lore.reminders.add(
         KEY, "anna", f"Next week: {FACT}", now + timedelta(days=7), timezone="UTC", now=now
     )
+    lore.tasks.add(
+        KEY, "anna", f"Look up the clinic's hours: {FACT}", now + timedelta(days=1),
+        timezone="UTC", now=now,
+    )  # fmt: skip
     deliver = session_delivery(lore.sessions, lambda scope: None)
     scheduler = Scheduler(lore.reminders, lore.clock, deliver)
     assert len(asyncio.run(scheduler.run_once(now + timedelta(seconds=5)))) == 1
@@ -150,6 +154,7 @@ def test_forget_everywhere_shows_then_erases_every_copy(
     for place in ("sessions/_sessions.jsonl", "workspace/USER.md", "workspace/.git", "lore.db"):
         assert place in shown, shown
     assert "lore.db: 2 reminders" in shown and "lore.db: 1 delivery" in shown
+    assert "lore.db: 1 task" in shown
     after_dry_run = {w: d for w, d in _every_byte(config.home) if "lore.log" not in w}
     assert after_dry_run == snapshot
 

@@ -13,7 +13,7 @@ once, here, with `?` placeholders.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -190,6 +190,28 @@ class TaskFlow(ABC):
                 tuple(owners),
             )
             return int(cursor.rowcount)
+
+    redacted_noun = "task"  # forget-everywhere's word for one changed record
+
+    def redact_text(
+        self, match: Callable[[str], bool], redact: Callable[[str], str], *, dry_run: bool = False
+    ) -> int:
+        """Pass every task's prompt and every run's error that `match`es through `redact`
+        (forget everywhere); how many records (would) change."""
+        with self._reading() as conn:
+            prompts = self._run(conn, "SELECT id, prompt AS text FROM tasks").fetchall()
+            errors = self._run(
+                conn, "SELECT id, error AS text FROM task_runs WHERE error <> ''"
+            ).fetchall()
+        tasks = [(redact(r["text"]), int(r["id"])) for r in prompts if match(r["text"])]
+        runs = [(redact(r["text"]), int(r["id"])) for r in errors if r["text"] and match(r["text"])]
+        if (tasks or runs) and not dry_run:
+            with self._writing() as conn:
+                for text, task_id in tasks:
+                    self._run(conn, "UPDATE tasks SET prompt = ? WHERE id = ?", (text, task_id))
+                for text, run_id in runs:
+                    self._run(conn, "UPDATE task_runs SET error = ? WHERE id = ?", (text, run_id))
+        return len(tasks) + len(runs)
 
     def next_time(self) -> datetime | None:
         with self._reading() as conn:

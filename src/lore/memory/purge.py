@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.errors import InvalidInputError
+from lore.errors import ConfigError, InvalidInputError
 from lore.files import fsync_dir, locked_file
 from lore.memory.redaction import Redactor
 from lore.ports.backend import STORES
@@ -215,7 +215,10 @@ def text_stores(lore: Lore) -> list[Redactable | SessionStore]:
     for name in STORES:
         if name in _ERASED_OTHERWISE:
             continue
-        store = getattr(lore.backend, name)
+        try:
+            store = getattr(lore.backend, name)
+        except ConfigError:  # a backend that cannot keep such a store keeps none of its text
+            continue
         if name == "sessions":
             found.append(store)
         elif isinstance(store, Redactable):

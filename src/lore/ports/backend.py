@@ -24,7 +24,16 @@ from lore.ports.tasks import TaskStore
 __all__ = ["STORES", "Backend", "DatabaseState"]
 
 # Every store a backend holds, by the name the runtime hands it out under.
-STORES = ("memory", "search_index", "reminders", "outbox", "sessions", "history", "chat_ledger")
+STORES = (
+    "memory",
+    "search_index",
+    "reminders",
+    "tasks",
+    "outbox",
+    "sessions",
+    "history",
+    "chat_ledger",
+)
 
 
 @dataclass(frozen=True)
