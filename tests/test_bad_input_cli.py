@@ -1,17 +1,17 @@
 """Bytes that are not UTF-8 text, NUL bytes and very long lines, through the real CLI:
 one clear line and nothing changed, or the text handled and said so; never a traceback,
-never a message cut or dropped unseen."""
+never a message cut or dropped unseen. (Run in this process, as tests/lore_command.py
+describes.)"""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.lore_command import lore_bytes
 from tests.openai_server import FakeOpenAI
 
 
@@ -27,21 +27,14 @@ def _lore(
 ) -> subprocess.CompletedProcess[bytes]:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("[extraction]\nenabled = false\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "LORE"))}
-    env.update(
+    env = dict(
         LORE_HOME=str(home),
         OPENAI_API_KEY="sk-test-key",
         OPENAI_BASE_URL=server.base_url,
         LORE_MODEL="openai/gpt-4o-mini",
         LORE_USER="anna",
     )
-    return subprocess.run(
-        [sys.executable, "-m", "lore", *args],
-        env=env,
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=120,
-    )
+    return lore_bytes(*args, env=env, stdin=stdin if stdin is not None else b"")
 
 
 def _refused(done: subprocess.CompletedProcess[bytes]) -> None:

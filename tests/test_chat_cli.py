@@ -1,15 +1,15 @@
-"""`lore chat -m` as a script would use it, against a real local HTTP server."""
+"""`lore chat -m` as a script would use it, against a real local HTTP server (run in
+this process, as tests/lore_command.py describes)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.lore_command import lore_text
 from tests.openai_server import FakeOpenAI
 
 
@@ -26,8 +26,7 @@ def _lore(
     home.mkdir(parents=True, exist_ok=True)
     # Extraction is a second model call per turn; most tests here count requests.
     (home / "config.toml").write_text(f"[extraction]\nenabled = {str(extraction).lower()}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LORE"))}
-    env.update(
+    env = dict(
         LORE_HOME=str(home),
         OPENAI_API_KEY="sk-test-key",
         OPENAI_BASE_URL=server.base_url,
@@ -35,13 +34,7 @@ def _lore(
         LORE_TIMEZONE="Europe/Moscow",
         LORE_USER="anna",
     )
-    return subprocess.run(
-        [sys.executable, "-m", "lore", "chat", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return lore_text("chat", *args, env=env)
 
 
 def test_one_shot_prints_only_the_reply(home: Path, server: FakeOpenAI) -> None:
@@ -117,15 +110,8 @@ def test_slash_commands_work_in_one_shot_mode(home: Path, server: FakeOpenAI) ->
 
 
 def test_missing_api_key_is_one_line(home: Path, server: FakeOpenAI) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "LORE"))}
-    env.update(LORE_HOME=str(home), LORE_MODEL="openai/gpt-4o-mini")
-    done = subprocess.run(
-        [sys.executable, "-m", "lore", "chat", "-m", "hi"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = {"LORE_HOME": str(home), "LORE_MODEL": "openai/gpt-4o-mini"}
+    done = lore_text("chat", "-m", "hi", env=env)
     assert done.returncode == 1
     assert done.stderr.startswith("lore: OPENAI_API_KEY is not set")
     assert done.stderr.count("\n") == 1

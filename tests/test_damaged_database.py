@@ -1,12 +1,11 @@
 """A lost or damaged `lore.db` is never replaced silently and never gives a traceback;
-`lore doctor` checks it and recovers every readable row into a new file, keeping the old."""
+`lore doctor` checks it and recovers every readable row into a new file, keeping the old.
+(The commands run in this process, as tests/lore_command.py describes.)"""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,18 +15,16 @@ from lore.backends.local.database import Database
 from lore.backends.local.memories import SQLiteMemoryStore as MemoryStore
 from lore.config import Config
 from lore.errors import StoreError
+from tests.lore_command import lore_text
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def _lore(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "LORE"))}
-    env.update(LORE_HOME=str(home), LORE_USER="anna", LORE_MODEL="openai/gpt-4o-mini")
+    env = dict(LORE_HOME=str(home), LORE_USER="anna", LORE_MODEL="openai/gpt-4o-mini")
     env["OPENAI_API_KEY"] = "sk-test"
     env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"  # never reached: the database fails first
-    return subprocess.run(
-        [sys.executable, "-m", "lore", *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return lore_text(*args, env=env)
 
 
 def _one_line(done: subprocess.CompletedProcess[str], *words: str) -> None:

