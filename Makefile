@@ -108,6 +108,7 @@ bench: $(VENV)/.test
 	$(PY) bench/whatsapp_webhook.py
 	$(PY) bench/discord_overhead.py
 	$(PY) bench/slack_overhead.py
+	$(PY) bench/telegram_webhook.py
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/retrieval.py ../shared/data/locomo/locomo-dev.json --ablate; fi
 	@if [ -f ../shared/data/locomo/locomo-dev.json ]; then $(PY) bench/indexing.py; fi
 
