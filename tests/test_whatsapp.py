@@ -29,6 +29,7 @@ from lore.memory.extraction import EXTRACTION_PROMPT
 from lore.metrics import METRICS
 from lore.reminders.delivery import session_delivery
 from lore.reminders.scheduler import Scheduler
+from tests.readme_transcripts import docs_text
 from tests.whatsapp_server import (
     VERIFY_TOKEN,
     FakeGraph,
@@ -181,6 +182,17 @@ async def test_a_person_remembers_corrects_and_is_reminded_and_no_one_else_sees_
 
     main(["memory", "list", "--scope", JOHN_SCOPE])
     assert "Thursday" not in capsys.readouterr().out
+    # Amy's chat as she saw it is the one docs/channels.md shows.
+    said = [
+        "remember mom's flight lands Thursday 3 PM",
+        "нет, самолёт мамы прилетает в 17:00, не в 15:00",
+        "remind me to pick up mom at the airport in 2 hours",
+    ]
+    answers = fake.texts(AMY)
+    chat = [line for pair in zip(said, answers, strict=False) for line in pair]
+    lines = [f"Amy 美美: {c}" if n % 2 == 0 else f"Lore: {c}" for n, c in enumerate(chat)]
+    lines.append(f"Lore: {answers[-1]}")
+    assert "\n".join(lines) + "\n" in docs_text()
 
 
 async def test_a_burst_of_ten_messages_is_answered_in_order(
