@@ -106,7 +106,17 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
         tasks=access.tasks(),
         sessions=access.sessions(),
         **_projects_context(request, viewer, access.scope),
+        **await _imports_context(request, viewer),
     )
+
+
+async def _imports_context(request: Request, viewer: Client) -> dict[str, Any]:
+    """The "Import history" card: the owner's only."""
+    if not viewer.is_owner:
+        return {}
+    from lore.channels.http.web_imports import imports_context
+
+    return await asyncio.to_thread(imports_context, gateway(request).lore)
 
 
 def _projects_context(request: Request, viewer: Client, scope: str) -> dict[str, Any]:
