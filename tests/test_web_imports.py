@@ -78,6 +78,7 @@ def test_an_uploaded_export_shows_what_it_brought_and_is_listed(
     assert re.search(r"sends your side of 3 conversations, about [\d,]+ tokens, to \S+", shown)
     # The page itself shows the card, and the same list.
     home = page.get("/")
+    assert "at most 25 MB" in _text(home)
     assert "Import history" in home.text and f'id="import-{record.id}"' in home.text
     assert model.requests == []  # nothing sent before the owner agrees
 

@@ -42,6 +42,7 @@ def imports_context(
     records = list(reversed(import_ledger(lore).records()))
     return {
         "sources": SOURCES,
+        "upload_mb": lore.config.api.max_upload_mb,
         "import_result": done.to_dict() if done is not None else None,
         "import_error": error,
         "imports": [_row(lore, record, model) for record in records],
