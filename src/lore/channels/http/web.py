@@ -8,7 +8,8 @@ conversation; read its memory block exactly as the model sees it; search, add, e
 forget memories (with each one's history and the message it came from); set and cancel
 reminders; read sessions and follow a summary to its transcript; chat, with the reply
 streamed from the OpenAI-compatible endpoint, in a project folder picked from
-`[tools] projects`, with Approve / Deny buttons when a tool asks first. Fragments answer
+`[tools] projects`, with Approve / Deny buttons when a tool asks first; and the
+owner's card importing history (web_imports.py). Fragments answer
 htmx requests; a refused input is shown in place, never as a raw error.
 """
 
