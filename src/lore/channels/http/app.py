@@ -70,6 +70,7 @@ def create_app(
         sessions_api,
         tasks_api,
         web,
+        web_imports,
     )
 
     state = Gateway(lore, clients, Turns(lore))
@@ -140,6 +141,7 @@ def create_app(
     app.include_router(sessions_api.router)
     app.include_router(imports_api.router)
     app.include_router(web.router)
+    app.include_router(web_imports.router)
     app.include_router(docs.router)
     app.include_router(metrics_api.router)
     web.mount_static(app)

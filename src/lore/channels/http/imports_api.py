@@ -10,18 +10,22 @@ import asyncio
 import shutil
 import tempfile
 import zipfile
+from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Form, UploadFile
 
 from lore.channels.http.auth import Forbidden
 from lore.channels.http.memories_api import Scoped
 from lore.errors import InvalidInputError
-from lore.import_job import import_ledger, parse_since, run_import, run_undo
+from lore.import_job import ImportDone, import_ledger, parse_since, run_import, run_undo
 from lore.sessions.export_formats import SOURCES
 
-__all__ = ["router"]
+if TYPE_CHECKING:
+    from lore.runtime import Runtime
+
+__all__ = ["import_upload", "router"]
 
 router = APIRouter(prefix="/api", tags=["imports"])
 
@@ -41,29 +45,10 @@ async def import_export(
     """Import the uploaded export into `?scope=` (default: the owner's); the answer is
     what `lore import … --json` prints."""
     _owner(access)
-    if source not in SOURCES:
-        raise InvalidInputError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
     moment = parse_since(since, access.lore.zone)
-    with tempfile.TemporaryDirectory(prefix="lore-import-", dir=access.lore.config.home) as tmp:
-        upload = Path(tmp) / _name(file.filename)
-        with upload.open("wb") as saved:
-            while chunk := await file.read(_CHUNK):
-                saved.write(chunk)
-        cap = access.lore.config.api.max_upload_mb * 2**20 * _UNPACKED
-        path = (
-            await asyncio.to_thread(_unpacked, upload, source, cap)
-            if source in _FOLDERS
-            else upload
-        )
-        done = await asyncio.to_thread(
-            run_import,
-            access.lore,
-            source,
-            path,
-            scope=access.scope,
-            since=moment,
-            dry_run=dry_run,
-        )
+    done = await import_upload(
+        access.lore, file, source, scope=access.scope, since=moment, dry_run=dry_run
+    )
     return done.to_dict()
 
 
@@ -85,6 +70,36 @@ async def undo(import_id: str, access: Scoped) -> dict[str, Any]:
         "notes_removed": undone.notes,
         "memories_forgotten": undone.memories,
     }
+
+
+async def import_upload(
+    lore: Runtime,
+    file: UploadFile,
+    source: str,
+    *,
+    scope: str,
+    since: datetime | None = None,
+    dry_run: bool = False,
+) -> ImportDone:
+    """Save the upload beside Lore's home (a folder source unzipped), import it into
+    `scope` in a thread, and remove the upload; an InvalidInputError, nothing written,
+    when it cannot be read."""
+    if source not in SOURCES:
+        raise InvalidInputError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
+    with tempfile.TemporaryDirectory(prefix="lore-import-", dir=lore.config.home) as tmp:
+        upload = Path(tmp) / _name(file.filename)
+        with upload.open("wb") as saved:
+            while chunk := await file.read(_CHUNK):
+                saved.write(chunk)
+        cap = lore.config.api.max_upload_mb * 2**20 * _UNPACKED
+        path = (
+            await asyncio.to_thread(_unpacked, upload, source, cap)
+            if source in _FOLDERS
+            else upload
+        )
+        return await asyncio.to_thread(
+            run_import, lore, source, path, scope=scope, since=since, dry_run=dry_run
+        )
 
 
 def _owner(access: Scoped) -> None:

@@ -8,7 +8,8 @@ conversation; read its memory block exactly as the model sees it; search, add, e
 forget memories (with each one's history and the message it came from); set and cancel
 reminders; read sessions and follow a summary to its transcript; chat, with the reply
 streamed from the OpenAI-compatible endpoint, in a project folder picked from
-`[tools] projects`, with Approve / Deny buttons when a tool asks first. Fragments answer
+`[tools] projects`, with Approve / Deny buttons when a tool asks first; and the
+owner's card importing history (web_imports.py). Fragments answer
 htmx requests; a refused input is shown in place, never as a raw error.
 """
 
@@ -106,7 +107,17 @@ async def home(request: Request, viewer: Viewer, scope: Scope = None) -> Respons
         tasks=access.tasks(),
         sessions=access.sessions(),
         **_projects_context(request, viewer, access.scope),
+        **await _imports_context(request, viewer),
     )
+
+
+async def _imports_context(request: Request, viewer: Client) -> dict[str, Any]:
+    """The "Import history" card: the owner's only."""
+    if not viewer.is_owner:
+        return {}
+    from lore.channels.http.web_imports import imports_context
+
+    return await asyncio.to_thread(imports_context, gateway(request).lore)
 
 
 def _projects_context(request: Request, viewer: Client, scope: str) -> dict[str, Any]:
