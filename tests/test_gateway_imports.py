@@ -142,3 +142,21 @@ def test_only_the_owners_token_may_import(gateway: Gateway) -> None:
         answer = _upload(alice, "mem0", "m.json", export)
         assert answer.status_code == 403
         assert alice.get("/api/imports").status_code == 403
+
+
+def test_imported_sessions_show_their_title_and_source_on_the_api_and_the_page(
+    http: httpx.Client, gateway: Gateway
+) -> None:
+    export = (FIXTURES / "chatgpt-conversations.json").read_bytes()
+    assert _upload(http, "chatgpt", "conversations.json", export).status_code == 200
+    archived = http.get("/api/sessions").json()["archived"]
+    shown = {s["title"]: s["source"] for s in archived}
+    assert shown == {
+        "Visa for the Japan trip": "chatgpt",
+        "花莲旅行计划": "chatgpt",
+        "Билеты на поезд": "chatgpt",
+    }
+    with gateway.page() as page:
+        listed = page.get("/ui/sessions", params={"scope": SCOPE})
+    assert listed.status_code == 200, listed.text
+    assert "花莲旅行计划, imported from chatgpt" in listed.text

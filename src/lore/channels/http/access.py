@@ -277,8 +277,18 @@ class ScopeAccess:
                 "updated_at": live.meta.updated_at,
                 "message_count": len(live.messages),
             },
-            "archived": [e.to_dict() for e in archived],
+            "archived": [self._with_origin(e) for e in archived],
         }
+
+    def _with_origin(self, entry: ArchivedSession) -> dict[str, Any]:
+        """A closed session's record; one brought by `lore import` with its title and the
+        assistant it came from (read from its metadata, only for those)."""
+        from lore.sessions.importing import REASON, session_source
+
+        record = entry.to_dict()
+        if entry.reason == REASON:
+            record["title"], record["source"] = session_source(self._archive().metadata(entry))
+        return record
 
     def transcript(self, session_id: str, *, offset: int = 0, limit: int = _PAGE) -> dict[str, Any]:
         """One session's exact messages: the live one, or a closed one of this scope."""
