@@ -115,7 +115,7 @@ async def _imports_context(request: Request, viewer: Client) -> dict[str, Any]:
     """The "Import history" card: the owner's only."""
     if not viewer.is_owner:
         return {}
-    from lore.channels.http.web_imports import imports_context
+    from lore.channels.http.import_card import imports_context
 
     return await asyncio.to_thread(imports_context, gateway(request).lore)
 
