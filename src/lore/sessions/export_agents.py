@@ -29,7 +29,13 @@ from typing import Any
 
 from lore.errors import InvalidInputError
 from lore.llm.base import Message
-from lore.sessions.export_records import Conversation, Export, ImportedNote, Skipped
+from lore.sessions.export_records import (
+    Conversation,
+    Export,
+    ImportedNote,
+    Skipped,
+    message_at,
+)
 
 __all__ = ["read_mem0", "read_nanobot", "read_openclaw"]
 
@@ -106,7 +112,7 @@ def _nanobot_session(export: Export, file: Path, label: str) -> None:
         elif record.get("_type") is None and record.get("role") in ("user", "assistant"):
             text = _content_text(record.get("content"))
             if text and not (record["role"] == "assistant" and record.get("tool_calls")):
-                messages.append(_message(record["role"], text, _local(record.get("timestamp"))))
+                messages.append(message_at(record["role"], text, _local(record.get("timestamp"))))
     if damaged:
         export.skipped.append(Skipped(label, f"{damaged} damaged line(s) left out"))
     if not messages:
@@ -223,7 +229,7 @@ def _fact(
     except InvalidInputError as refused:
         export.skipped.append(Skipped(label, str(refused)))
         return
-    facts.append(_message("user", text.strip(), moment))
+    facts.append(message_at("user", text.strip(), moment))
 
 
 def _facts(source: str, title: str, facts: list[Message]) -> Conversation:
@@ -255,13 +261,6 @@ def _content_text(content: object) -> str:
         texts = [str(p.get("text") or "") for p in content if isinstance(p, dict)]
         return "\n".join(t for t in texts if t).strip()
     return ""
-
-
-def _message(role: str, text: str, moment: datetime | None) -> Message:
-    message: dict[str, Any] = {"role": role, "content": text}
-    if moment is not None:
-        message["timestamp"] = moment.isoformat(timespec="seconds")
-    return message  # type: ignore[return-value]
 
 
 def _when(message: Message) -> datetime | None:

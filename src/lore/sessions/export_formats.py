@@ -18,7 +18,14 @@ from typing import Any
 
 from lore.errors import InvalidInputError
 from lore.llm.base import Message
-from lore.sessions.export_records import Conversation, Export, ImportedNote, Skipped
+from lore.sessions.export_records import (
+    Conversation,
+    Export,
+    ImportedNote,
+    Skipped,
+    aware_time,
+    message_at,
+)
 
 __all__ = [
     "SOURCES",
@@ -162,7 +169,7 @@ def _chatgpt(item: dict[str, Any]) -> Conversation:
         if not text:
             continue
         moment = _epoch(message.get("create_time")) or created
-        messages.append(_message(role, text, moment))
+        messages.append(message_at(role, text, moment))
     first = created or _first_time(messages)
     updated = _epoch(item.get("update_time")) or _last_time(messages) or first
     return Conversation(
@@ -215,7 +222,7 @@ def _claude(item: dict[str, Any]) -> Conversation:
     chat = item["chat_messages"]
     if not isinstance(chat, list):
         raise TypeError("chat_messages is not a list")
-    created = _iso(item.get("created_at"))
+    created = aware_time(item.get("created_at"))
     messages: list[Message] = []
     for entry in chat:
         if not isinstance(entry, dict):
@@ -226,10 +233,10 @@ def _claude(item: dict[str, Any]) -> Conversation:
         text = _claude_text(entry)
         if not text:
             continue
-        moment = _iso(entry.get("created_at")) or created
-        messages.append(_message(role, text, moment))
+        moment = aware_time(entry.get("created_at")) or created
+        messages.append(message_at(role, text, moment))
     first = created or _first_time(messages)
-    updated = _iso(item.get("updated_at")) or _last_time(messages) or first
+    updated = aware_time(item.get("updated_at")) or _last_time(messages) or first
     return Conversation(
         "claude",
         str(item.get("uuid") or ""),
@@ -293,13 +300,6 @@ def _markdown_files(root: Path) -> Iterator[Path]:
 # -- shared -------------------------------------------------------------------------------
 
 
-def _message(role: str, text: str, moment: datetime | None) -> Message:
-    message: dict[str, Any] = {"role": role, "content": text}
-    if moment is not None:
-        message["timestamp"] = moment.isoformat(timespec="seconds")
-    return message  # type: ignore[return-value]
-
-
 def _epoch(value: object) -> datetime | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -309,18 +309,8 @@ def _epoch(value: object) -> datetime | None:
         return None
 
 
-def _iso(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def _first_time(messages: list[Message]) -> datetime | None:
-    return next((t for m in messages if (t := _iso(m.get("timestamp"))) is not None), None)
+    return next((t for m in messages if (t := aware_time(m.get("timestamp"))) is not None), None)
 
 
 def _last_time(messages: list[Message]) -> datetime | None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from lore.llm.base import Message
 
-__all__ = ["Conversation", "Export", "ImportedNote", "Skipped"]
+__all__ = ["Conversation", "Export", "ImportedNote", "Skipped", "aware_time", "message_at"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +67,23 @@ class Export:
 def _digest(value: object) -> str:
     data = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def message_at(role: str, text: str, moment: datetime | None) -> Message:
+    """An imported message, with its original time when the export has one."""
+    message: dict[str, Any] = {"role": role, "content": text}
+    if moment is not None:
+        message["timestamp"] = moment.isoformat(timespec="seconds")
+    return message  # type: ignore[return-value]
+
+
+def aware_time(value: object) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (UTC when it names no zone); None for
+    anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -27,7 +27,7 @@ from lore.errors import InvalidInputError
 from lore.files import atomic_write
 from lore.ports.memories import Source
 from lore.ports.sessions import ArchivedSession, SessionMeta
-from lore.sessions.export_records import Conversation, Export, ImportedNote
+from lore.sessions.export_records import Conversation, Export, ImportedNote, aware_time
 from lore.text import slugify
 
 if TYPE_CHECKING:
@@ -376,7 +376,7 @@ def _remember(
     made = 0
     with memory.batch():
         for index, fact in enumerate(conversation.messages):
-            when = _aware(fact.get("timestamp")) or conversation.updated_at
+            when = aware_time(fact.get("timestamp")) or conversation.updated_at
             _, new = memory.remember(
                 scope,
                 str(fact["content"]),
@@ -402,16 +402,6 @@ def _forget_made(
         for memory_id in made:
             memory.forget(scope, memory_id, by=by or "import", via="import", now=now)
     return len(made)
-
-
-def _aware(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _import_id(number: int, started: str, source: str, hashes: list[str]) -> str:
