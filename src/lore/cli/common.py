@@ -104,3 +104,14 @@ def print_json(data: Any) -> None:
     import json
 
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def number_argument(value: object, what: str, listing: str) -> int:
+    """A record's number as typed (`12` or `#12`); one line naming the command that lists
+    them when it is not one."""
+    from lore.errors import InvalidInputError, quoted
+
+    text = str(value).strip().lstrip("#")
+    if not text.isdecimal():
+        raise InvalidInputError(f"{quoted(str(value))} is not a {what} number; see `{listing}`")
+    return int(text)

@@ -7,7 +7,14 @@ import sys
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import DEFAULT_SESSION, add_scoped, print_json, runtime, show_usage
+from lore.cli.common import (
+    DEFAULT_SESSION,
+    add_scoped,
+    number_argument,
+    print_json,
+    runtime,
+    show_usage,
+)
 from lore.cli.forget import add_everywhere_flags, forget_everywhere
 from lore.errors import quoted
 
@@ -181,23 +188,21 @@ def _forget(args: argparse.Namespace) -> int:
         raise InvalidInputError("give the memory's number (see `lore memory list`), or --all")
     if args.everywhere:
         return forget_everywhere(args, args.id, None)
-    text = str(args.id).strip().lstrip("#")
-    if not text.isdecimal():
-        raise InvalidInputError(f"{quoted(args.id)} is not a memory number; see `lore memory list`")
+    memory_id = number_argument(args.id, "memory", "lore memory list")
     with runtime(args) as lore:
         erased = forget_memory(
             lore,
             args.session,
-            int(text),
+            memory_id,
             by=lore.config.user_name,
             via="cli",
             now=lore.clock.now(),
         )
     if args.json:
-        print_json({"forgotten": int(text), "erased_versions": erased})
+        print_json({"forgotten": memory_id, "erased_versions": erased})
         return 0
     older = f" and {len(erased) - 1} older version(s)" if len(erased) > 1 else ""
-    print(f"Forgot #{text}{older}. {KEPT_IN_TRANSCRIPT}")
+    print(f"Forgot #{memory_id}{older}. {KEPT_IN_TRANSCRIPT}")
     return 0
 
 

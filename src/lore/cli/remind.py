@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from lore.cli.common import add_scoped, print_json, runtime, show_usage
-from lore.errors import quoted
+from lore.cli.common import add_scoped, number_argument, print_json, runtime, show_usage
 
 if TYPE_CHECKING:
     from lore.ports.outbox import OutboxItem
@@ -126,16 +125,10 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from lore.errors import InvalidInputError
-
-    text = str(args.id).strip().lstrip("#")
-    if not text.isdecimal():
-        raise InvalidInputError(
-            f"{quoted(args.id)} is not a reminder number; see `lore remind list`"
-        )
+    reminder_id = number_argument(args.id, "reminder", "lore remind list")
     with runtime(args) as lore:
         reminder = lore.reminders.cancel(
-            args.session, int(text), by=lore.config.user_name, now=lore.clock.now()
+            args.session, reminder_id, by=lore.config.user_name, now=lore.clock.now()
         )
     if args.json:
         print_json(reminder.to_dict())

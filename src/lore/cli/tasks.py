@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lore.cli.common import add_scoped, print_json, runtime, show_usage
-from lore.errors import quoted
+from lore.cli.common import add_scoped, number_argument, print_json, runtime, show_usage
 
 __all__ = ["register"]
 
@@ -116,13 +115,9 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    from lore.errors import InvalidInputError
-
-    text = str(args.id).strip().lstrip("#")
-    if not text.isdecimal():
-        raise InvalidInputError(f"{quoted(args.id)} is not a task number; see `lore tasks list`")
+    task_id = number_argument(args.id, "task", "lore tasks list")
     with runtime(args) as lore:
-        task = lore.tasks.cancel(args.session, int(text), now=lore.clock.now())
+        task = lore.tasks.cancel(args.session, task_id, now=lore.clock.now())
     if args.json:
         print_json(task.to_dict())
         return 0
